@@ -1,0 +1,51 @@
+// A fixed-size thread pool with a blocking parallel_for. Pools are created by the
+// caller (CLI, runtime) and injected into kernels and pipelines; nothing here is
+// global. A pool of size 1 runs everything on the calling thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace submoe {
+
+class ThreadPool {
+ public:
+  // num_threads >= 1 counts the calling thread: ThreadPool(2) starts one worker.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  // Splits [0, n) into at most num_threads() contiguous chunks whose sizes are
+  // multiples of `grain` (except the last) and runs fn(begin, end, thread_index)
+  // on each, the caller taking chunk 0. Returns when all chunks are done.
+  // Not reentrant: fn must not call parallel_for on the same pool.
+  void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t, int)>& fn);
+
+  // Runs fn(thread_index) once on each of the num_threads() threads.
+  void run_on_all(const std::function<void(int)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  int num_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+// Number of hardware threads (>= 1).
+int hardware_threads();
+
+}  // namespace submoe

@@ -1,0 +1,39 @@
+// Subcommand registry: each src/cli/<command>.cpp registers itself with
+// SUBMOE_REGISTER_COMMAND, so adding a command touches no shared file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "submoe/core/status.h"
+
+namespace submoe::cli {
+
+struct CommandSpec {
+  std::string name;
+  // Adds the subcommand (options, callback) to the root app. The callback reports
+  // its exit status through set_exit_code().
+  std::function<void(CLI::App& root)> setup;
+};
+
+std::vector<CommandSpec>& command_registry();
+
+struct CommandRegistrar {
+  CommandRegistrar(std::string name, std::function<void(CLI::App&)> setup) {
+    command_registry().push_back({std::move(name), std::move(setup)});
+  }
+};
+
+void set_exit_code(int code);
+int exit_code();
+
+// Prints "submoe <command>: <status>" to stderr and sets exit code 1 (2 for
+// invalid arguments). Returns false when status is an error.
+bool report(const std::string& command, const Status& status);
+
+}  // namespace submoe::cli
+
+#define SUBMOE_REGISTER_COMMAND(name, setup_fn) \
+  static ::submoe::cli::CommandRegistrar SUBMOE_CONCAT_(submoe_command_, __LINE__)(name, setup_fn)
