@@ -10,11 +10,15 @@ if(SUBMOE_CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-      # H100/H200 (sm_90) natively, plus PTX for newer parts.
-      set(CMAKE_CUDA_ARCHITECTURES 90)
-    endif()
-    set(CMAKE_CUDA_STANDARD 20)
+    # H100/H200 (sm_90) natively, plus PTX for newer parts. A project variable,
+    # because enable_language() caches nvcc's own default in
+    # CMAKE_CUDA_ARCHITECTURES (52 or 75 depending on the CUDA version).
+    set(SUBMOE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures of the submoe kernels")
+    set(CMAKE_CUDA_ARCHITECTURES ${SUBMOE_CUDA_ARCHITECTURES})
+    # C++17 for .cu files: CMake 3.25 (Debian 12) has no C++20 flag for nvcc, and
+    # the headers shared with device code (bf16.h, ternary_dict_format.h,
+    # kernels/cuda/ternary_dict_lane.h) need nothing newer.
+    set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(SUBMOE_HAVE_CUDA ON)
     message(STATUS "submoe: CUDA kernels enabled (${CMAKE_CUDA_COMPILER}, arch ${CMAKE_CUDA_ARCHITECTURES})")
