@@ -1,0 +1,145 @@
+// `submoe trace stats|simulate`: routing statistics and expert-cache replay.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "submoe/offload/cache_simulator.h"
+#include "submoe/offload/trace_stats.h"
+
+namespace submoe::cli {
+namespace {
+
+using nlohmann::json;
+
+// "0.25" (contains a '.') = fraction of all slots; "48" = a slot count.
+Result<uint64_t> parse_capacity(const std::string& text, uint64_t total_slots) {
+  try {
+    size_t used = 0;
+    if (text.find('.') != std::string::npos) {
+      const double f = std::stod(text, &used);
+      if (used != text.size() || !(f >= 0.0) || f > 1.0) return invalid_argument("capacity fraction must be in [0, 1]: " + text);
+      return static_cast<uint64_t>(std::llround(f * double(total_slots)));
+    }
+    const long long n = std::stoll(text, &used);
+    if (used != text.size() || n < 0) return invalid_argument("capacity must be a slot count >= 0: " + text);
+    return static_cast<uint64_t>(n);
+  } catch (const std::exception&) {
+    return invalid_argument("cannot parse capacity '" + text + "'");
+  }
+}
+
+void print_stats(const offload::RoutingTrace& trace, const offload::TraceStats& s, bool as_json) {
+  if (as_json) {
+    json j;
+    j["tokens"] = trace.num_tokens();
+    j["layers"] = trace.num_layers();
+    j["experts"] = trace.num_experts();
+    j["top_k"] = trace.top_k();
+    j["mean_zipf_exponent"] = s.mean_zipf_exponent;
+    j["mean_top_quartile_mass"] = s.mean_top_quartile_mass;
+    j["mean_consecutive_reuse"] = s.mean_consecutive_reuse;
+    json layers = json::array();
+    for (const auto& l : s.layers) {
+      json d;
+      for (size_t i = 0; i < l.distinct_per_batch.size(); ++i)
+        d[std::to_string(offload::kStatsBatchSizes[i])] = l.distinct_per_batch[i];
+      layers.push_back({{"popularity", l.counts}, {"zipf_exponent", l.zipf_exponent},
+                        {"top_quartile_mass", l.top_quartile_mass}, {"consecutive_reuse", l.consecutive_reuse},
+                        {"distinct_experts_per_batch", d}});
+    }
+    j["per_layer"] = layers;
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  std::printf("trace: %llu tokens, %u layers, %u experts, top-%u\n", static_cast<unsigned long long>(trace.num_tokens()),
+              trace.num_layers(), trace.num_experts(), trace.top_k());
+  std::printf("%5s %8s %9s %7s %8s %8s %8s %8s\n", "layer", "zipf_s", "top25%", "reuse", "B=1", "B=4", "B=16", "B=64");
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const auto& x = s.layers[l];
+    std::printf("%5zu %8.3f %8.1f%% %6.1f%%", l, x.zipf_exponent, 100 * x.top_quartile_mass, 100 * x.consecutive_reuse);
+    for (double d : x.distinct_per_batch) std::printf(" %8.2f", d);
+    std::printf("\n");
+  }
+  std::printf("mean  %8.3f %8.1f%% %6.1f%%   (B = distinct experts per layer in a batch of B tokens)\n",
+              s.mean_zipf_exponent, 100 * s.mean_top_quartile_mass, 100 * s.mean_consecutive_reuse);
+}
+
+void setup_trace(CLI::App& root) {
+  auto* trace = root.add_subcommand("trace", "Routing traces: statistics and expert-cache simulation");
+  trace->require_subcommand(1);
+
+  auto* stats = trace->add_subcommand("stats",
+      "Per-layer expert popularity, fitted Zipf exponent, mass of the top quartile of experts,\n"
+      "consecutive-token reuse and distinct experts per layer for batches of 1, 4, 16, 64 tokens");
+  static std::string stats_path;
+  static bool stats_json = false;
+  stats->add_option("trace", stats_path, "Trace file (from 'submoe trace record')")->required();
+  stats->add_flag("--json", stats_json, "Print one JSON object instead of a table");
+  stats->callback([] {
+    auto t = offload::RoutingTrace::load(stats_path);
+    if (!report("trace stats", t.status())) return;
+    print_stats(*t, offload::compute_trace_stats(*t), stats_json);
+  });
+
+  auto* sim = trace->add_subcommand("simulate",
+      "Replay a trace against one expert cache shared by all layers, in the true interleaved\n"
+      "access order (token, layer, top-k choice). Pinned slots count a miss on first load.");
+  static std::string sim_path, policy_name = "lru", capacity_text, profile_path;
+  static bool sim_json = false;
+  static double hybrid_fraction = 0.5;
+  static uint64_t expert_bytes = 1;
+  sim->add_option("trace", sim_path, "Trace file")->required();
+  sim->add_option("--policy", policy_name, "lru | lfu | pinned | hybrid | belady (optimal offline bound)")
+      ->capture_default_str();
+  sim->add_option("--capacity", capacity_text,
+                  "Cache size: a fraction of all expert slots if it contains '.', e.g. 0.25, else a slot count")
+      ->required();
+  sim->add_option("--profile", profile_path, "Trace whose popularity picks the pinned set (default: the trace itself)");
+  sim->add_option("--hybrid-pinned", hybrid_fraction, "Share of the capacity pinned by the hybrid policy")
+      ->capture_default_str();
+  sim->add_option("--expert-bytes", expert_bytes, "Bytes fetched per miss (for bytes_fetched)")->capture_default_str();
+  sim->add_flag("--json", sim_json, "Print one JSON object: policy, capacity_slots, hit_rate, bytes_fetched, ...");
+  sim->callback([] {
+    auto t = offload::RoutingTrace::load(sim_path);
+    if (!report("trace simulate", t.status())) return;
+    auto policy = offload::parse_cache_policy(policy_name);
+    if (!report("trace simulate", policy.status())) return;
+    const uint64_t slots = uint64_t{t->num_layers()} * t->num_experts();
+    auto cap = parse_capacity(capacity_text, slots);
+    if (!report("trace simulate", cap.status())) return;
+    offload::SimulationOptions opt;
+    opt.policy = *policy;
+    opt.capacity_slots = *cap;
+    opt.hybrid_pinned_fraction = hybrid_fraction;
+    opt.expert_bytes = expert_bytes;
+    if (!profile_path.empty()) {
+      auto profile = offload::RoutingTrace::load(profile_path);
+      if (!report("trace simulate", profile.status())) return;
+      opt.popularity = offload::expert_popularity(*profile);
+    }
+    auto r = offload::simulate_cache(*t, opt);
+    if (!report("trace simulate", r.status())) return;
+    auto best_opt = opt;
+    best_opt.policy = offload::CachePolicy::kBelady;
+    auto best = offload::simulate_cache(*t, best_opt);
+    if (!report("trace simulate", best.status())) return;
+    if (sim_json) {
+      json j{{"policy", policy_name}, {"capacity_slots", *cap}, {"total_slots", slots},
+             {"capacity_fraction", slots ? double(*cap) / double(slots) : 0.0}, {"accesses", r->accesses},
+             {"hits", r->hits}, {"misses", r->misses}, {"hit_rate", r->hit_rate()}, {"bytes_fetched", r->bytes_fetched},
+             {"belady_hit_rate", best->hit_rate()}, {"layer_hits", r->layer_hits}, {"layer_misses", r->layer_misses}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::printf("policy %s, capacity %llu of %llu slots (%.1f%%): hit rate %.2f%% (belady %.2f%%), %llu misses, %llu bytes fetched\n",
+                  policy_name.c_str(), static_cast<unsigned long long>(*cap), static_cast<unsigned long long>(slots),
+                  slots ? 100.0 * double(*cap) / double(slots) : 0.0, 100 * r->hit_rate(), 100 * best->hit_rate(),
+                  static_cast<unsigned long long>(r->misses), static_cast<unsigned long long>(r->bytes_fetched));
+    }
+  });
+}
+
+}  // namespace
+SUBMOE_REGISTER_COMMAND("trace", setup_trace);
+}  // namespace submoe::cli

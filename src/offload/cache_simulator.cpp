@@ -1,0 +1,211 @@
+#include "submoe/offload/cache_simulator.h"
+
+#include <algorithm>
+#include <limits>
+#include <list>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+namespace submoe::offload {
+
+const char* cache_policy_name(CachePolicy p) {
+  switch (p) {
+    case CachePolicy::kLru: return "lru";
+    case CachePolicy::kLfu: return "lfu";
+    case CachePolicy::kPinned: return "pinned";
+    case CachePolicy::kHybrid: return "hybrid";
+    case CachePolicy::kBelady: return "belady";
+  }
+  return "?";
+}
+
+Result<CachePolicy> parse_cache_policy(const std::string& name) {
+  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid, CachePolicy::kBelady}) {
+    if (name == cache_policy_name(p)) return p;
+  }
+  return invalid_argument("unknown cache policy '" + name + "' (expected lru, lfu, pinned, hybrid or belady)");
+}
+
+std::vector<uint64_t> expert_popularity(const RoutingTrace& trace) {
+  std::vector<uint64_t> counts(size_t{trace.num_layers()} * trace.num_experts(), 0);
+  for (uint64_t t = 0; t < trace.num_tokens(); ++t)
+    for (uint32_t l = 0; l < trace.num_layers(); ++l) {
+      const ExpertChoice* c = trace.token_layer(t, l);
+      for (uint32_t k = 0; k < trace.top_k(); ++k) counts[size_t{l} * trace.num_experts() + c[k].expert]++;
+    }
+  return counts;
+}
+
+namespace {
+
+using Slot = uint32_t;
+
+// The access sequence in true order; a token that picks the same expert twice in
+// one layer (impossible for top-k routers, possible in hand-made traces) counts twice.
+std::vector<Slot> access_sequence(const RoutingTrace& trace) {
+  std::vector<Slot> seq;
+  seq.reserve(trace.num_tokens() * trace.num_layers() * trace.top_k());
+  for (uint64_t t = 0; t < trace.num_tokens(); ++t)
+    for (uint32_t l = 0; l < trace.num_layers(); ++l) {
+      const ExpertChoice* c = trace.token_layer(t, l);
+      for (uint32_t k = 0; k < trace.top_k(); ++k) seq.push_back(l * trace.num_experts() + c[k].expert);
+    }
+  return seq;
+}
+
+// The most popular `count` slots (ties: lower slot id first, deterministic).
+std::vector<bool> top_slots(const std::vector<uint64_t>& popularity, uint64_t count) {
+  std::vector<Slot> order(popularity.size());
+  std::iota(order.begin(), order.end(), Slot{0});
+  std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return popularity[a] > popularity[b]; });
+  std::vector<bool> pinned(popularity.size(), false);
+  for (uint64_t i = 0; i < std::min<uint64_t>(count, order.size()); ++i) pinned[order[i]] = true;
+  return pinned;
+}
+
+// LRU over a capacity; returns true on hit.
+class LruSet {
+ public:
+  explicit LruSet(uint64_t capacity) : capacity_(capacity) {}
+  bool access(Slot s) {
+    auto it = where_.find(s);
+    if (it != where_.end()) {
+      order_.splice(order_.begin(), order_, it->second);
+      return true;
+    }
+    if (capacity_ == 0) return false;
+    if (order_.size() >= capacity_) {
+      where_.erase(order_.back());
+      order_.pop_back();
+    }
+    order_.push_front(s);
+    where_[s] = order_.begin();
+    return false;
+  }
+
+ private:
+  uint64_t capacity_;
+  std::list<Slot> order_;
+  std::unordered_map<Slot, std::list<Slot>::iterator> where_;
+};
+
+}  // namespace
+
+Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const SimulationOptions& options) {
+  const size_t num_slots = size_t{trace.num_layers()} * trace.num_experts();
+  if (!options.popularity.empty() && options.popularity.size() != num_slots) {
+    return invalid_argument("popularity profile has " + std::to_string(options.popularity.size()) +
+                            " slots, the trace " + std::to_string(num_slots));
+  }
+  if (options.hybrid_pinned_fraction < 0.0 || options.hybrid_pinned_fraction > 1.0) {
+    return invalid_argument("hybrid pinned fraction must be within [0, 1]");
+  }
+  const std::vector<Slot> seq = access_sequence(trace);
+  const uint64_t cap = options.capacity_slots;
+  SimulationResult r;
+  r.layer_hits.assign(trace.num_layers(), 0);
+  r.layer_misses.assign(trace.num_layers(), 0);
+  std::vector<bool> hit(seq.size(), false);
+
+  switch (options.policy) {
+    case CachePolicy::kLru: {
+      LruSet lru(cap);
+      for (size_t i = 0; i < seq.size(); ++i) hit[i] = lru.access(seq[i]);
+      break;
+    }
+    case CachePolicy::kLfu: {
+      // Evict the resident slot with the fewest accesses so far; ties: least recent.
+      std::vector<uint64_t> freq(num_slots, 0), last(num_slots, 0);
+      std::set<std::tuple<uint64_t, uint64_t, Slot>> resident;
+      std::vector<bool> in(num_slots, false);
+      for (size_t i = 0; i < seq.size(); ++i) {
+        const Slot s = seq[i];
+        if (in[s]) {
+          resident.erase({freq[s], last[s], s});
+          hit[i] = true;
+        } else if (cap > 0) {
+          if (resident.size() >= cap) {
+            auto victim = resident.begin();
+            in[std::get<2>(*victim)] = false;
+            resident.erase(victim);
+          }
+          in[s] = true;
+        }
+        ++freq[s];
+        last[s] = i;
+        if (in[s]) resident.insert({freq[s], last[s], s});
+      }
+      break;
+    }
+    case CachePolicy::kPinned:
+    case CachePolicy::kHybrid: {
+      const std::vector<uint64_t> popularity = options.popularity.empty() ? expert_popularity(trace) : options.popularity;
+      const uint64_t pinned_count = options.policy == CachePolicy::kPinned
+                                        ? cap
+                                        : static_cast<uint64_t>(options.hybrid_pinned_fraction * double(cap));
+      const std::vector<bool> pinned = top_slots(popularity, pinned_count);
+      LruSet lru(options.policy == CachePolicy::kHybrid ? cap - std::min(cap, pinned_count) : 0);
+      // A pinned slot is loaded on its first use and then never leaves; counting
+      // that load as a miss keeps every policy comparable with Belady from cold.
+      std::vector<bool> loaded(num_slots, false);
+      for (size_t i = 0; i < seq.size(); ++i) {
+        const Slot s = seq[i];
+        if (pinned[s]) {
+          hit[i] = loaded[s];
+          loaded[s] = true;
+        } else {
+          hit[i] = lru.access(s);
+        }
+      }
+      break;
+    }
+    case CachePolicy::kBelady: {
+      constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+      std::vector<uint64_t> next_use(seq.size()), upcoming(num_slots, kNever);
+      for (size_t i = seq.size(); i-- > 0;) {
+        next_use[i] = upcoming[seq[i]];
+        upcoming[seq[i]] = i;
+      }
+      std::set<std::pair<uint64_t, Slot>> resident;  // (next use, slot); evict the largest
+      std::vector<uint64_t> key(num_slots, 0);
+      std::vector<bool> in(num_slots, false);
+      for (size_t i = 0; i < seq.size(); ++i) {
+        const Slot s = seq[i];
+        if (in[s]) {
+          hit[i] = true;
+          resident.erase({key[s], s});
+        } else if (cap > 0) {
+          if (resident.size() >= cap) {
+            auto victim = std::prev(resident.end());
+            // Never evict for a slot that is used later than every resident one.
+            if (victim->first < next_use[i]) continue;
+            in[victim->second] = false;
+            resident.erase(victim);
+          }
+          in[s] = true;
+        }
+        if (in[s]) {
+          key[s] = next_use[i];
+          resident.insert({key[s], s});
+        }
+      }
+      break;
+    }
+  }
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const uint32_t layer = seq[i] / trace.num_experts();
+    if (hit[i]) {
+      ++r.hits;
+      ++r.layer_hits[layer];
+    } else {
+      ++r.misses;
+      ++r.layer_misses[layer];
+    }
+  }
+  r.accesses = seq.size();
+  r.bytes_fetched = r.misses * options.expert_bytes;
+  return r;
+}
+
+}  // namespace submoe::offload

@@ -1,0 +1,153 @@
+#include "submoe/offload/cache_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "submoe/offload/trace_stats.h"
+
+namespace submoe::offload {
+namespace {
+
+// Every token picks the same k experts in every layer: after warm-up every access
+// would hit if the cache could hold the k*L slots of one token.
+RoutingTrace cyclic_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens) {
+  RoutingTrace t(layers, experts, k);
+  std::vector<ExpertChoice> choices;
+  for (uint64_t tok = 0; tok < tokens; ++tok) {
+    choices.clear();
+    for (uint32_t l = 0; l < layers; ++l)
+      for (uint32_t j = 0; j < k; ++j) choices.push_back({static_cast<uint16_t>(j), float_to_bf16(1.0f / k)});
+    EXPECT_TRUE(t.append_token(choices).is_ok());
+  }
+  return t;
+}
+
+RoutingTrace zipf_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens, double s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> w(experts);
+  for (uint32_t e = 0; e < experts; ++e) w[e] = 1.0 / std::pow(e + 1.0, s);
+  RoutingTrace t(layers, experts, k);
+  std::vector<ExpertChoice> choices;
+  for (uint64_t tok = 0; tok < tokens; ++tok) {
+    choices.clear();
+    for (uint32_t l = 0; l < layers; ++l) {
+      std::vector<double> wl = w;
+      for (uint32_t j = 0; j < k; ++j) {  // k distinct experts, without replacement
+        std::discrete_distribution<uint32_t> pick(wl.begin(), wl.end());
+        const uint32_t e = pick(rng);
+        wl[e] = 0.0;
+        choices.push_back({static_cast<uint16_t>((e * 7 + l) % experts), float_to_bf16(0.5f)});
+      }
+    }
+    EXPECT_TRUE(t.append_token(choices).is_ok());
+  }
+  return t;
+}
+
+TEST(CacheSimulator, LruCliffBelowKTimesLSlots) {
+  const uint32_t L = 6, E = 16, K = 2;
+  RoutingTrace t = cyclic_trace(L, E, K, 50);
+  for (uint64_t cap : {1u, 5u, 11u}) {  // < k*L = 12: LRU evicts each slot just before its reuse
+    auto r = simulate_cache(t, {CachePolicy::kLru, cap});
+    ASSERT_TRUE(r.is_ok());
+    EXPECT_EQ(r->hits, 0u) << "capacity " << cap;
+    // Belady keeps cap slots resident and hits them every token.
+    auto b = simulate_cache(t, {CachePolicy::kBelady, cap});
+    EXPECT_EQ(b->hits, cap * 49) << "capacity " << cap;
+  }
+  auto r = simulate_cache(t, {CachePolicy::kLru, 12});
+  EXPECT_EQ(r->misses, 12u);  // only the compulsory misses
+  EXPECT_EQ(r->accesses, 50u * 12u);
+}
+
+TEST(CacheSimulator, BeladyBoundsEveryPolicy) {
+  RoutingTrace t = zipf_trace(4, 32, 2, 400, 0.9, 7);
+  for (uint64_t cap : {4u, 16u, 40u, 100u}) {
+    auto best = simulate_cache(t, {CachePolicy::kBelady, cap});
+    ASSERT_TRUE(best.is_ok());
+    for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid}) {
+      auto r = simulate_cache(t, {p, cap});
+      ASSERT_TRUE(r.is_ok());
+      EXPECT_LE(r->hits, best->hits) << cache_policy_name(p) << " capacity " << cap;
+      EXPECT_EQ(r->hits + r->misses, r->accesses);
+      uint64_t per_layer = 0;
+      for (auto h : r->layer_hits) per_layer += h;
+      EXPECT_EQ(per_layer, r->hits);
+    }
+  }
+}
+
+TEST(CacheSimulator, PinnedHitRateIsThePinnedPopularityMass) {
+  RoutingTrace t = zipf_trace(3, 16, 2, 300, 1.2, 3);
+  auto pop = expert_popularity(t);
+  std::vector<uint64_t> sorted = pop;
+  std::sort(sorted.rbegin(), sorted.rend());
+  uint64_t top10 = 0;
+  for (int i = 0; i < 10; ++i) top10 += sorted[i];
+  auto r = simulate_cache(t, {CachePolicy::kPinned, 10});
+  EXPECT_EQ(r->hits, top10 - 10);  // each pinned slot is loaded once, on first use
+}
+
+TEST(CacheSimulator, CapacityCoveringEverySlotOnlyMissesCompulsorily) {
+  RoutingTrace t = zipf_trace(2, 8, 2, 200, 0.5, 1);
+  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kHybrid, CachePolicy::kBelady}) {
+    auto r = simulate_cache(t, {p, 16});
+    uint64_t used = 0;
+    for (auto c : expert_popularity(t)) used += c > 0;
+    EXPECT_EQ(r->misses, used) << cache_policy_name(p);
+  }
+}
+
+TEST(TraceStats, ZipfFitRecoversTheExponentOfExactPowerLaw) {
+  std::vector<uint64_t> counts;
+  for (int r = 1; r <= 64; ++r) counts.push_back(static_cast<uint64_t>(1e6 / std::pow(r, 1.3)));
+  EXPECT_NEAR(fit_zipf_exponent(counts), 1.3, 0.01);
+  EXPECT_EQ(fit_zipf_exponent({5}), 0.0);
+}
+
+TEST(TraceStats, CyclicTraceHasFullReuseAndKDistinctExperts) {
+  RoutingTrace t = cyclic_trace(3, 8, 2, 128);
+  TraceStats s = compute_trace_stats(t);
+  ASSERT_EQ(s.layers.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.mean_consecutive_reuse, 1.0);
+  EXPECT_DOUBLE_EQ(s.layers[0].top_quartile_mass, 1.0);  // 2 experts = the top quarter of 8
+  for (double d : s.layers[1].distinct_per_batch) EXPECT_DOUBLE_EQ(d, 2.0);
+}
+
+TEST(RoutingTrace, SaveLoadRoundTripAndCorruptionIsRejected) {
+  RoutingTrace t = zipf_trace(3, 10, 2, 20, 1.0, 2);
+  const std::string path = ::testing::TempDir() + "/trace_roundtrip.bin";
+  ASSERT_TRUE(t.save(path).is_ok());
+  auto back = RoutingTrace::load(path);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  ASSERT_EQ(back->num_tokens(), 20u);
+  for (uint64_t tok = 0; tok < 20; ++tok)
+    for (uint32_t l = 0; l < 3; ++l)
+      for (uint32_t k = 0; k < 2; ++k) EXPECT_EQ(back->token_layer(tok, l)[k].expert, t.token_layer(tok, l)[k].expert);
+  std::vector<uint8_t> bytes(48 + 20 * 3 * 2 * 4);
+  {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    ASSERT_EQ(std::fread(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  EXPECT_TRUE(RoutingTrace::parse(bytes.data(), bytes.size(), "ok").is_ok());
+  EXPECT_EQ(RoutingTrace::parse(bytes.data(), bytes.size() - 1, "short").status().code(), ErrorCode::kCorruptData);
+  EXPECT_FALSE(RoutingTrace::parse(bytes.data(), 20, "tiny").is_ok());
+  auto bad = bytes;
+  bad[0] = 'X';
+  EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "magic").is_ok());
+  bad = bytes;
+  bad[48] = 200;  // expert id 200 >= 10
+  EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "expert").is_ok());
+  bad = bytes;
+  bad[24] = 0xff;  // token count far beyond the file
+  EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "tokens").is_ok());
+  bad = bytes;
+  bad[20] = 11;  // top_k > experts
+  EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "topk").is_ok());
+  EXPECT_FALSE(t.append_token({{0, {0}}}).is_ok());
+}
+
+}  // namespace
+}  // namespace submoe::offload
