@@ -1,0 +1,230 @@
+// `submoe inspect PATH [--json]`: what a checkpoint holds, from config.json and
+// the safetensors headers (no tensor data is read).
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/command.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/io/param_stats.h"
+#include "submoe/io/safetensors.h"
+
+namespace submoe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InspectOptions {
+  std::string path;
+  bool json = false;
+  bool no_tensors = false;
+};
+
+struct Inspection {
+  std::unique_ptr<io::SafetensorsModel> model;
+  std::optional<io::MoeModelConfig> config;
+  std::string config_path;  // empty when none was found
+  io::ParameterCounts counts;
+};
+
+// config.json sits in the model directory, or beside a lone .safetensors file.
+Result<Inspection> load(const std::string& path) {
+  Inspection in;
+  SUBMOE_ASSIGN_OR_RETURN(in.model, io::SafetensorsModel::open(path));
+  const fs::path cfg = fs::path(in.model->directory()) / "config.json";
+  std::error_code ec;
+  if (fs::exists(cfg, ec)) {
+    SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig c, io::load_hf_config(cfg.string()));
+    in.config = std::move(c);
+    in.config_path = cfg.string();
+  }
+  std::optional<io::Architecture> arch;
+  std::optional<int64_t> top_k;
+  if (in.config) {
+    arch = in.config->architecture;
+    top_k = in.config->num_experts_per_tok;
+  }
+  in.counts = io::count_parameters(in.model->tensors(), arch, top_k);
+  return in;
+}
+
+std::string human_count(int64_t n) {
+  char buf[64];
+  const double v = static_cast<double>(n);
+  if (n >= 1'000'000'000) std::snprintf(buf, sizeof buf, "%.2fB", v / 1e9);
+  else if (n >= 1'000'000) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (n >= 1'000) std::snprintf(buf, sizeof buf, "%.2fK", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%" PRId64, n);
+  return buf;
+}
+
+std::string human_bytes(uint64_t n) {
+  char buf[64];
+  const double v = static_cast<double>(n);
+  if (n >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1 << 30));
+  else if (n >= (uint64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1 << 20));
+  else if (n >= (uint64_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.2f KiB", v / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
+  return buf;
+}
+
+std::map<std::string, int64_t> tensors_per_dtype(const io::SafetensorsModel& m) {
+  std::map<std::string, int64_t> out;
+  for (const io::TensorView* t : m.tensors()) ++out[std::string(io::dtype_name(t->dtype))];
+  return out;
+}
+
+nlohmann::ordered_json config_json(const io::MoeModelConfig& c) {
+  nlohmann::ordered_json j;
+  j["model_type"] = c.model_type;
+  j["architectures"] = c.architectures;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  int moe = 0;
+  for (int i = 0; i < c.num_hidden_layers; ++i) moe += c.is_moe_layer(i);
+  j["num_moe_layers"] = moe;
+  j["num_experts"] = c.num_experts;
+  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  j["norm_topk_prob"] = c.norm_topk_prob;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["moe_intermediate_size"] = c.moe_intermediate_size;
+  j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["vocab_size"] = c.vocab_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_type"] = std::string(io::rope_type_name(c.rope_scaling.type));
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["dtype"] = c.dtype;
+  return j;
+}
+
+void print_json(const Inspection& in, const InspectOptions& opt) {
+  const io::ParameterCounts& n = in.counts;
+  nlohmann::ordered_json j;
+  j["path"] = opt.path;
+  j["config"] = in.config ? config_json(*in.config) : nlohmann::ordered_json(nullptr);
+  j["architecture"] = in.config ? nlohmann::ordered_json(in.config->model_type) : nlohmann::ordered_json(nullptr);
+  nlohmann::ordered_json p;
+  p["total"] = n.total;
+  p["active_per_token"] = n.active_per_token ? nlohmann::ordered_json(*n.active_per_token) : nlohmann::ordered_json(nullptr);
+  p["routed_experts"] = n.routed_experts();
+  p["routed_share"] = n.routed_share();
+  p["moe_layers"] = n.moe_layers;
+  p["experts_per_layer"] = n.max_experts_per_layer;
+  nlohmann::ordered_json roles;
+  for (size_t r = 0; r < io::kNumTensorRoles; ++r)
+    roles[std::string(io::tensor_role_name(static_cast<io::TensorRole>(r)))] = n.by_role[r];
+  p["by_role"] = std::move(roles);
+  j["parameters"] = std::move(p);
+  j["bytes_on_disk"] = in.model->bytes_on_disk();
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const auto& f : in.model->files())
+    files.push_back({{"path", f->path()}, {"bytes", f->file_size()}, {"tensors", f->tensors().size()}});
+  j["files"] = std::move(files);
+  j["num_tensors"] = in.model->tensors().size();
+  j["tensors_per_dtype"] = tensors_per_dtype(*in.model);
+  if (!opt.no_tensors) {
+    nlohmann::ordered_json ts = nlohmann::ordered_json::array();
+    for (const io::TensorView* t : in.model->tensors()) {
+      ts.push_back({{"name", t->name},
+                    {"dtype", std::string(io::dtype_name(t->dtype))},
+                    {"shape", t->shape},
+                    {"nbytes", t->nbytes},
+                    {"role", std::string(io::tensor_role_name(io::classify_tensor(
+                                 t->name, in.config ? std::optional(in.config->architecture) : std::nullopt).role))},
+                    {"file", t->file},
+                    {"offset", t->file_offset}});
+    }
+    j["tensors"] = std::move(ts);
+  }
+  // Tensor names are checked UTF-8 on read; replace keeps dump() from throwing anyway.
+  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+void print_text(const Inspection& in, const InspectOptions& opt) {
+  const io::ParameterCounts& n = in.counts;
+  std::cout << "path:          " << opt.path << "\n";
+  if (in.config) {
+    const io::MoeModelConfig& c = *in.config;
+    int moe = 0;
+    for (int i = 0; i < c.num_hidden_layers; ++i) moe += c.is_moe_layer(i);
+    std::cout << "architecture:  " << c.model_type;
+    if (!c.architectures.empty()) std::cout << " (" << c.architectures.front() << ")";
+    std::cout << "\nlayers:        " << c.num_hidden_layers << " (" << moe << " MoE)\n"
+              << "experts:       " << c.num_experts << " routed per MoE layer, top-" << c.num_experts_per_tok
+              << (c.norm_topk_prob ? ", renormalised" : ", not renormalised");
+    if (c.has_shared_expert()) std::cout << ", shared expert of width " << c.shared_expert_intermediate_size;
+    std::cout << "\nhidden:        " << c.hidden_size << ", expert width " << c.moe_intermediate_size;
+    if (moe < c.num_hidden_layers) std::cout << ", dense MLP width " << c.intermediate_size;
+    std::cout << "\nattention:     " << c.num_attention_heads << " heads, " << c.num_key_value_heads
+              << " kv heads, head_dim " << c.head_dim << ", rope theta " << c.rope_theta << " ("
+              << io::rope_type_name(c.rope_scaling.type) << ")\n"
+              << "vocab:         " << c.vocab_size << (c.tie_word_embeddings ? " (tied embeddings)" : "") << "\n";
+    if (!c.dtype.empty()) std::cout << "dtype:         " << c.dtype << "\n";
+  } else {
+    std::cout << "architecture:  unknown (no config.json next to the weights)\n";
+  }
+  std::cout << "parameters:    " << human_count(n.total) << " total (" << n.total << ")";
+  if (n.active_per_token) std::cout << ", " << human_count(*n.active_per_token) << " active per token";
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * n.routed_share());
+  std::cout << ", " << share << " in routed experts (" << n.moe_layers << " layers x " << n.max_experts_per_layer
+            << " experts)\n";
+  std::cout << "by role:      ";
+  for (size_t r = 0; r < io::kNumTensorRoles; ++r)
+    if (n.by_role[r]) std::cout << " " << io::tensor_role_name(static_cast<io::TensorRole>(r)) << " " << human_count(n.by_role[r]);
+  std::cout << "\nfiles:         " << in.model->files().size() << ", " << human_bytes(in.model->bytes_on_disk())
+            << " on disk (" << in.model->bytes_on_disk() << " bytes)\n";
+  std::cout << "tensors:       " << in.model->tensors().size();
+  for (const auto& [d, count] : tensors_per_dtype(*in.model)) std::cout << ", " << count << " " << d;
+  std::cout << "\n";
+  if (opt.no_tensors) return;
+  size_t width = 4;
+  for (const io::TensorView* t : in.model->tensors()) width = std::max(width, t->name.size());
+  std::cout << "\n";
+  for (const io::TensorView* t : in.model->tensors()) {
+    std::cout << t->name << std::string(width + 2 - t->name.size(), ' ') << io::dtype_name(t->dtype)
+              << std::string(8 - std::min<size_t>(7, io::dtype_name(t->dtype).size()), ' ') << t->shape_string() << "\n";
+  }
+}
+
+void setup_inspect(CLI::App& root) {
+  auto opt = std::make_shared<InspectOptions>();
+  auto* cmd = root.add_subcommand(
+      "inspect",
+      "Describe a checkpoint: architecture, layers, experts, parameter counts and the tensor list.\n"
+      "PATH is a model directory (config.json with model.safetensors or a sharded\n"
+      "model.safetensors.index.json) or a single .safetensors file (config.json beside it is\n"
+      "used when present). Only headers are read; every file is validated.\n"
+      "Parameter counts come from the tensors: 'active per token' is everything except the\n"
+      "routed experts plus top-k experts' share of each MoE layer (needs config.json).\n"
+      "Output: a text summary then one line per tensor (name, dtype, shape), or with --json one\n"
+      "JSON object with keys path, config, architecture, parameters{total, active_per_token,\n"
+      "routed_experts, routed_share, moe_layers, experts_per_layer, by_role}, bytes_on_disk,\n"
+      "files, num_tensors, tensors_per_dtype and tensors[{name, dtype, shape, nbytes, role, file,\n"
+      "offset}].");
+  cmd->add_option("PATH", opt->path, "Model directory, index .json or .safetensors file")->required();
+  cmd->add_flag("--json", opt->json, "Print one JSON object instead of text (default: text)");
+  cmd->add_flag("--no-tensors", opt->no_tensors, "Omit the per-tensor list (default: list every tensor)");
+  cmd->callback([opt] {
+    auto in = load(opt->path);
+    if (!report("inspect", in.status())) return;
+    if (opt->json) {
+      print_json(*in, *opt);
+    } else {
+      print_text(*in, *opt);
+    }
+  });
+}
+
+}  // namespace
+SUBMOE_REGISTER_COMMAND("inspect", setup_inspect);
+}  // namespace submoe::cli
