@@ -1,0 +1,75 @@
+// Dense baselines: Y = W X for row-major f32 or bf16 weights W [rows x cols] and
+// f32 activations, B = 1..kMaxKernelBatch tokens. These are what the compressed
+// kernels are measured against and what the model uses for dense layers.
+//
+// Same conventions as ternary_gemv.h: pick a DenseGemvKernels table once
+// (best_dense_gemv_kernels() or dense_gemv_kernels(isa)), pass an optional thread
+// pool (rows are split across its threads); nothing is allocated per call.
+// bf16 weights are widened exactly to f32 in registers (shift by 16), so results
+// match an f32 computation on the same weights; x is never rounded to bf16.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "submoe/core/cpu_features.h"
+#include "submoe/core/status.h"
+#include "submoe/kernels/activations.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::kernels {
+
+enum class DenseType : uint8_t { kF32 = 0, kBF16 = 1 };
+
+struct DenseMatrixView {
+  const void* data = nullptr;  // row r at data + r * stride elements
+  DenseType type = DenseType::kF32;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  size_t stride = 0;  // elements between rows, >= cols
+
+  static DenseMatrixView f32(const float* w, uint32_t rows, uint32_t cols) {
+    return {w, DenseType::kF32, rows, cols, cols};
+  }
+  static DenseMatrixView bf16(const bf16_t* w, uint32_t rows, uint32_t cols) {
+    return {w, DenseType::kBF16, rows, cols, cols};
+  }
+};
+
+// What one kernel invocation sees; rows [row_begin, row_end) are computed for
+// all tokens.
+struct DenseGemmArgs {
+  DenseMatrixView w;
+  const float* x = nullptr;  // token t at x + t * x_stride
+  size_t x_stride = 0;
+  uint32_t batch = 1;
+  float* y = nullptr;  // y[t * y_stride + r]
+  size_t y_stride = 0;
+};
+
+using DenseRowsFn = void (*)(const DenseGemmArgs& args, uint32_t row_begin, uint32_t row_end);
+
+struct DenseGemvKernels {
+  Isa isa = Isa::kScalar;
+  const char* f32_name = nullptr;
+  DenseRowsFn f32 = nullptr;
+  const char* bf16_name = nullptr;
+  DenseRowsFn bf16 = nullptr;
+};
+
+// The table of one ISA (the caller makes sure the CPU supports it).
+const DenseGemvKernels& dense_gemv_kernels(Isa isa);
+// dense_gemv_kernels(best_isa()), decided once.
+const DenseGemvKernels& best_dense_gemv_kernels();
+const char* dense_kernel_name(const DenseGemvKernels& k, DenseType type);
+
+// Y = W X. x: batch tokens of w.cols f32 values, token stride x_stride (>= cols
+// when batch > 1); y: batch x rows, token stride y_stride (>= rows when
+// batch > 1). Errors: null pointers, batch outside 1..kMaxKernelBatch, strides.
+Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, const float* x, size_t x_stride,
+                  uint32_t batch, const OutputView& y, ThreadPool* pool);
+
+}  // namespace submoe::kernels

@@ -1,0 +1,112 @@
+// Benchmark harness shared by `submoe bench gemv` and bench/bench_gemv.cpp: dense
+// f32, dense bf16 and the compressed ternary kernel on working sets of distinct
+// matrices larger than the last-level cache (as the experts of an MoE layer are),
+// cycled through so every call streams its weights from DRAM.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "submoe/codec/ternary_dict.h"
+#include "submoe/core/aligned_buffer.h"
+#include "submoe/core/cpu_features.h"
+#include "submoe/core/status.h"
+#include "submoe/kernels/dense_gemv.h"
+#include "submoe/kernels/ternary_gemv.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::kernels {
+
+// Last-level cache size in bytes from the OS (0 when unknown).
+size_t last_level_cache_bytes();
+
+// How many distinct matrices of `bytes_per_matrix` make a working set of at least
+// `min_matrices` and at least `llc_factor` x the last-level cache.
+uint32_t working_set_matrices(size_t bytes_per_matrix, uint32_t min_matrices, double llc_factor);
+
+// n dense matrices rows x cols (row-major, one allocation each, random bf16
+// values; the f32 set holds the same values widened).
+struct DenseWorkingSet {
+  DenseType type = DenseType::kF32;
+  uint32_t rows = 0, cols = 0;
+  std::vector<AlignedBuffer<uint8_t>> storage;
+  DenseMatrixView view(size_t i) const;
+  size_t bytes_per_matrix() const;
+};
+DenseWorkingSet make_dense_working_set(DenseType type, uint32_t rows, uint32_t cols, uint32_t count, uint64_t seed);
+
+// n packed ternary matrices: `distinct` independently drawn i.i.d. matrices
+// (P(0) = p0) encoded with dict; copy i holds the rows of encoded matrix
+// i % distinct in its own random order, in its own allocations, so all `count`
+// matrices differ and sit at different addresses.
+struct TernaryWorkingSet {
+  uint32_t rows = 0, cols = 0;
+  std::vector<ternary::PackedTernaryMatrix> distinct;
+  struct Copy {
+    AlignedBuffer<uint16_t> codes;
+    AlignedBuffer<int32_t> row_offsets;
+    AlignedBuffer<ternary::RowScales> scales;
+  };
+  std::vector<Copy> copies;
+  const ternary::DictEntry* dict = nullptr;
+  ternary::PackedTernaryView view(size_t i) const;  // copy i
+  size_t bytes_per_matrix() const;  // codes + offsets + scales
+};
+Result<TernaryWorkingSet> make_ternary_working_set(const ternary::TernaryDictionary& dict, uint32_t rows,
+                                                   uint32_t cols, double p0, uint32_t count, uint32_t distinct,
+                                                   uint64_t seed, ThreadPool* pool);
+
+struct GemvBenchConfig {
+  uint32_t rows = 2080;
+  uint32_t cols = 6144;
+  uint32_t batch = 1;
+  double p0 = ternary::kQmoeDefaultP0;  // of the synthetic data
+  double dict_p0 = -1;                  // < 0: build the dictionary for p0
+  ternary::DictKind code = ternary::DictKind::kQmoe;
+  uint32_t iters = 100;        // timed calls per kernel
+  uint32_t min_matrices = 64;  // working set: at least this many distinct matrices
+  double llc_factor = 2.0;     // ... and at least this many times the last-level cache
+  bool dense = true;           // also time dense f32 and bf16
+  Isa isa = Isa::kScalar;      // kernels to time (the caller passes best_isa() by default)
+  uint64_t seed = 1;
+};
+
+struct GemvTiming {
+  std::string kernel;
+  double median_us = 0;
+  double min_us = 0;
+  double p90_us = 0;
+  // CPU time of the calling thread per call (median): on a shared machine it
+  // leaves out time the thread spent descheduled; with several threads it covers
+  // the caller's own share of the rows only.
+  double cpu_median_us = 0;
+  uint32_t samples = 0;
+  uint32_t matrices = 0;          // working set size
+  size_t bytes_per_matrix = 0;
+};
+
+struct GemvBenchResult {
+  GemvBenchConfig config;
+  uint32_t threads = 1;
+  size_t llc_bytes = 0;
+  GemvTiming dense_f32;
+  GemvTiming dense_bf16;
+  GemvTiming compressed;
+  GemvTiming compressed_batch1;  // only when batch > 1: the per-token reference
+  ternary::TernaryLedger ledger;  // of one working-set matrix
+  double dictionary_p0 = 0;
+};
+
+// Runs the benchmark. pool: the threads kernels use (null = 1). progress: optional
+// status lines (building, timing ...).
+Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool* pool,
+                                       const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace submoe::kernels

@@ -1,0 +1,77 @@
+#include "submoe/kernels/dense_gemv.h"
+
+#include <string>
+
+#include "kernels/dense_gemv_internal.h"
+#include "submoe/core/thread_pool.h"
+
+namespace submoe::kernels {
+
+namespace {
+
+const DenseGemvKernels kScalar = {Isa::kScalar, "gemv_f32_dense_scalar", detail::gemv_f32_dense_scalar,
+                                  "gemv_bf16_dense_scalar", detail::gemv_bf16_dense_scalar};
+const DenseGemvKernels kAvx2 = {Isa::kAvx2, "gemv_f32_dense_avx2", detail::gemv_f32_dense_avx2,
+                                "gemv_bf16_dense_avx2", detail::gemv_bf16_dense_avx2};
+const DenseGemvKernels kAvx512 = {Isa::kAvx512, "gemv_f32_dense_avx512", detail::gemv_f32_dense_avx512,
+                                  "gemv_bf16_dense_avx512", detail::gemv_bf16_dense_avx512};
+
+}  // namespace
+
+const DenseGemvKernels& dense_gemv_kernels(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return kAvx512;
+    case Isa::kAvx2:
+      return kAvx2;
+    case Isa::kScalar:
+      break;
+  }
+  return kScalar;
+}
+
+const DenseGemvKernels& best_dense_gemv_kernels() {
+  static const DenseGemvKernels& best = dense_gemv_kernels(best_isa());
+  return best;
+}
+
+const char* dense_kernel_name(const DenseGemvKernels& k, DenseType type) {
+  return type == DenseType::kF32 ? k.f32_name : k.bf16_name;
+}
+
+Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, const float* x, size_t x_stride,
+                  uint32_t batch, const OutputView& y, ThreadPool* pool) {
+  if (kernels.f32 == nullptr || kernels.bf16 == nullptr) return invalid_argument("gemm_dense: empty kernel table");
+  if (batch < 1 || batch > kMaxKernelBatch) {
+    return invalid_argument("gemm_dense: batch " + std::to_string(batch) + " outside 1.." +
+                            std::to_string(kMaxKernelBatch));
+  }
+  if (w.type != DenseType::kF32 && w.type != DenseType::kBF16) return invalid_argument("gemm_dense: unknown dtype");
+  if (w.rows == 0) return Status::ok();
+  if (y.data == nullptr) return invalid_argument("gemm_dense: null output");
+  if (batch > 1 && y.stride < w.rows) return invalid_argument("gemm_dense: output stride < rows");
+  if (w.cols > 0) {
+    if (w.data == nullptr || x == nullptr) return invalid_argument("gemm_dense: null weights or activations");
+    if (w.stride < w.cols) return invalid_argument("gemm_dense: weight row stride < cols");
+    if (batch > 1 && x_stride < w.cols) return invalid_argument("gemm_dense: activation stride < cols");
+  }
+  DenseGemmArgs args;
+  args.w = w;
+  args.x = x;
+  args.x_stride = x_stride;
+  args.batch = batch;
+  args.y = y.data;
+  args.y_stride = y.stride;
+  const DenseRowsFn fn = w.type == DenseType::kF32 ? kernels.f32 : kernels.bf16;
+  constexpr size_t kGrain = 16;
+  if (pool == nullptr || pool->num_threads() <= 1 || w.rows < 2 * kGrain) {
+    fn(args, 0, w.rows);
+  } else {
+    pool->parallel_for(w.rows, kGrain, [&](size_t begin, size_t end, int) {
+      fn(args, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
+    });
+  }
+  return Status::ok();
+}
+
+}  // namespace submoe::kernels

@@ -1,0 +1,282 @@
+#include "submoe/kernels/gemv_bench.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "submoe/core/thread_pool.h"
+
+namespace submoe::kernels {
+
+using ternary::PackedTernaryView;
+using ternary::RowScales;
+
+size_t last_level_cache_bytes() {
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long v = sysconf(name);
+    if (v > 0) return static_cast<size_t>(v);
+  }
+  return 0;
+}
+
+uint32_t working_set_matrices(size_t bytes_per_matrix, uint32_t min_matrices, double llc_factor) {
+  const double llc = static_cast<double>(last_level_cache_bytes());
+  const double need = bytes_per_matrix > 0 ? std::ceil(llc_factor * llc / static_cast<double>(bytes_per_matrix)) : 0;
+  return std::max<uint32_t>(min_matrices, static_cast<uint32_t>(std::min(need, 1e6)));
+}
+
+DenseMatrixView DenseWorkingSet::view(size_t i) const {
+  DenseMatrixView v;
+  v.data = storage[i].data();
+  v.type = type;
+  v.rows = rows;
+  v.cols = cols;
+  v.stride = cols;
+  return v;
+}
+
+size_t DenseWorkingSet::bytes_per_matrix() const {
+  return static_cast<size_t>(rows) * cols * (type == DenseType::kF32 ? 4 : 2);
+}
+
+DenseWorkingSet make_dense_working_set(DenseType type, uint32_t rows, uint32_t cols, uint32_t count, uint64_t seed) {
+  DenseWorkingSet s;
+  s.type = type;
+  s.rows = rows;
+  s.cols = cols;
+  const size_t n = static_cast<size_t>(rows) * cols;
+  const size_t bytes = s.bytes_per_matrix();
+  // One random matrix, then copies of it with the rows in another random order
+  // each: as cold as independent matrices, and distinct, at a fraction of the
+  // cost of drawing them all.
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  s.storage.reserve(count);
+  s.storage.emplace_back(bytes, false);
+  if (type == DenseType::kF32) {
+    auto* w = reinterpret_cast<float*>(s.storage[0].data());
+    for (size_t i = 0; i < n; ++i) w[i] = bf16_to_float(float_to_bf16(nd(rng)));
+  } else {
+    auto* w = reinterpret_cast<bf16_t*>(s.storage[0].data());
+    for (size_t i = 0; i < n; ++i) w[i] = float_to_bf16(nd(rng));
+  }
+  const size_t row_bytes = bytes / rows;
+  std::vector<uint32_t> order(rows);
+  for (uint32_t r = 0; r < rows; ++r) order[r] = r;
+  for (uint32_t i = 1; i < count; ++i) {
+    std::shuffle(order.begin(), order.end(), rng);
+    s.storage.emplace_back(bytes, false);
+    for (uint32_t r = 0; r < rows; ++r) {
+      std::memcpy(s.storage[i].data() + r * row_bytes, s.storage[0].data() + order[r] * row_bytes, row_bytes);
+    }
+  }
+  return s;
+}
+
+PackedTernaryView TernaryWorkingSet::view(size_t i) const {
+  const ternary::PackedTernaryMatrix& src = distinct[i % distinct.size()];
+  PackedTernaryView v = src.view();
+  v.codes = copies[i].codes.data();
+  v.row_offsets = copies[i].row_offsets.data();
+  v.scales = copies[i].scales.data();
+  return v;
+}
+
+size_t TernaryWorkingSet::bytes_per_matrix() const {
+  if (distinct.empty()) return 0;
+  const ternary::PackedTernaryMatrix& m = distinct[0];
+  return m.num_codes() * 2 + m.row_offsets().size_bytes() + m.scales().size_bytes();
+}
+
+Result<TernaryWorkingSet> make_ternary_working_set(const ternary::TernaryDictionary& dict, uint32_t rows,
+                                                   uint32_t cols, double p0, uint32_t count, uint32_t distinct,
+                                                   uint64_t seed, ThreadPool* pool) {
+  if (!(p0 >= 0.0 && p0 <= 1.0)) return invalid_argument("make_ternary_working_set: p0 must be in [0, 1]");
+  TernaryWorkingSet s;
+  s.rows = rows;
+  s.cols = cols;
+  s.dict = dict.entries();
+  distinct = std::max<uint32_t>(1, std::min(distinct, count));
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> symbols(static_cast<size_t>(rows) * cols);
+  std::vector<RowScales> scales(rows);
+  for (uint32_t d = 0; d < distinct; ++d) {
+    for (uint8_t& v : symbols) {
+      const uint64_t r = rng();
+      const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
+      v = u < p0 ? ternary::kSymbolZero : ((r & 1) ? ternary::kSymbolMin : ternary::kSymbolMax);
+    }
+    for (RowScales& sc : scales) {
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      sc = {float_to_bf16(static_cast<float>(-0.01 - 0.05 * u)), float_to_bf16(static_cast<float>(0.01 + 0.05 * u))};
+    }
+    SUBMOE_ASSIGN_OR_RETURN(ternary::PackedTernaryMatrix m,
+                            ternary::encode_ternary(symbols, rows, cols, scales, dict, pool));
+    s.distinct.push_back(std::move(m));
+  }
+  // Copy i holds the rows of encoded matrix i % distinct in its own random order
+  // (rows are encoded independently, so any row order is a valid matrix): the
+  // working set has `count` distinct matrices at distinct addresses for the
+  // price of `distinct` encodings.
+  s.copies.reserve(count);
+  std::vector<uint32_t> order(rows);
+  for (uint32_t i = 0; i < count; ++i) {
+    const ternary::PackedTernaryMatrix& src = s.distinct[i % distinct];
+    for (uint32_t r = 0; r < rows; ++r) order[r] = r;
+    if (i >= distinct) std::shuffle(order.begin(), order.end(), rng);
+    TernaryWorkingSet::Copy c;
+    c.codes.reset(src.num_codes() + ternary::kCodeSlackBytes / 2, false);
+    c.row_offsets.reset(static_cast<size_t>(rows) + 1, false);
+    c.scales.reset(rows, false);
+    const std::span<const int32_t> off = src.row_offsets();
+    int32_t at = 0;
+    for (uint32_t r = 0; r < rows; ++r) {
+      const uint32_t from = order[r];
+      const int32_t n = off[from + 1] - off[from];
+      c.row_offsets[r] = at;
+      std::memcpy(c.codes.data() + at, src.codes().data() + off[from], sizeof(uint16_t) * static_cast<size_t>(n));
+      c.scales[r] = src.scales()[from];
+      at += n;
+    }
+    c.row_offsets[rows] = at;
+    std::memset(c.codes.data() + src.num_codes(), 0, ternary::kCodeSlackBytes);
+    s.copies.push_back(std::move(c));
+  }
+  return s;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Times `iters` calls of fn(i) on matrices i = 0, 1, ... (mod count), after a few
+// untimed calls; the working set is larger than the cache, so each call is cold.
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+template <typename Fn>
+Result<GemvTiming> time_calls(uint32_t count, uint32_t iters, Fn&& fn) {
+  GemvTiming t;
+  t.matrices = count;
+  std::vector<double> us, cpu;
+  us.reserve(iters);
+  cpu.reserve(iters);
+  const uint32_t warmup = std::min<uint32_t>(3, count);
+  for (uint32_t i = 0; i < warmup + iters; ++i) {
+    const double c0 = thread_cpu_us();
+    const auto t0 = Clock::now();
+    SUBMOE_RETURN_IF_ERROR(fn((i + count - warmup) % count));
+    const double dt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    const double dc = thread_cpu_us() - c0;
+    if (i >= warmup) {
+      us.push_back(dt);
+      cpu.push_back(dc);
+    }
+  }
+  t.samples = static_cast<uint32_t>(us.size());
+  t.median_us = median_of(us);  // sorts
+  t.cpu_median_us = median_of(cpu);
+  if (!us.empty()) {
+    t.min_us = us.front();
+    t.p90_us = us[std::min(us.size() - 1, us.size() * 9 / 10)];
+  }
+  return t;
+}
+
+std::vector<float> bench_activations(uint32_t batch, uint32_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(batch) * cols);
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+}  // namespace
+
+Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool* pool,
+                                       const std::function<void(const std::string&)>& progress) {
+  const GemvBenchConfig& c = config;
+  if (c.rows == 0 || c.cols == 0) return invalid_argument("bench gemv: shape must be positive");
+  if (c.batch < 1 || c.batch > kMaxKernelBatch) return invalid_argument("bench gemv: batch outside 1..64");
+  if (c.iters == 0) return invalid_argument("bench gemv: iters must be >= 1");
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+
+  GemvBenchResult res;
+  res.config = c;
+  res.threads = pool ? static_cast<uint32_t>(pool->num_threads()) : 1;
+  res.llc_bytes = last_level_cache_bytes();
+  const std::vector<float> x = bench_activations(c.batch, c.cols, c.seed + 17);
+  std::vector<float> y(static_cast<size_t>(c.batch) * c.rows);
+  const OutputView out{y.data(), c.rows};
+
+  if (c.dense) {
+    const DenseGemvKernels& dk = dense_gemv_kernels(c.isa);
+    for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
+      const size_t bytes = static_cast<size_t>(c.rows) * c.cols * (type == DenseType::kF32 ? 4 : 2);
+      const uint32_t count = working_set_matrices(bytes, c.min_matrices, c.llc_factor);
+      say(std::string("dense ") + (type == DenseType::kF32 ? "f32" : "bf16") + ": " + std::to_string(count) +
+          " matrices, " + std::to_string(count * (bytes >> 20)) + " MiB");
+      const DenseWorkingSet ws = make_dense_working_set(type, c.rows, c.cols, count, c.seed);
+      SUBMOE_ASSIGN_OR_RETURN(GemvTiming t, time_calls(count, c.iters, [&](uint32_t i) {
+                                return gemm_dense(dk, ws.view(i), x.data(), c.cols, c.batch, out, pool);
+                              }));
+      t.kernel = dense_kernel_name(dk, type);
+      t.bytes_per_matrix = bytes;
+      (type == DenseType::kF32 ? res.dense_f32 : res.dense_bf16) = t;
+    }
+  }
+
+  const double dict_p0 = c.dict_p0 >= 0 ? c.dict_p0 : c.p0;
+  res.dictionary_p0 = dict_p0;
+  say(std::string("building ") + ternary::dict_kind_name(c.code) + " dictionary for p0 " + std::to_string(dict_p0));
+  SUBMOE_ASSIGN_OR_RETURN(ternary::TernaryDictionary dict, ternary::build_dictionary(c.code, dict_p0));
+  SUBMOE_ASSIGN_OR_RETURN(TernaryKernelTable table, build_ternary_kernel_table(dict.entries()));
+  // Size the working set from one encoded matrix.
+  SUBMOE_ASSIGN_OR_RETURN(TernaryWorkingSet probe,
+                          make_ternary_working_set(dict, c.rows, c.cols, c.p0, 1, 1, c.seed, pool));
+  const uint32_t count = working_set_matrices(probe.bytes_per_matrix(), c.min_matrices, c.llc_factor);
+  say("compressed: " + std::to_string(count) + " matrices, " +
+      std::to_string((count * probe.bytes_per_matrix()) >> 20) + " MiB");
+  SUBMOE_ASSIGN_OR_RETURN(TernaryWorkingSet ws,
+                          make_ternary_working_set(dict, c.rows, c.cols, c.p0, count, 2, c.seed, pool));
+  ternary::LedgerOptions lo;
+  SUBMOE_ASSIGN_OR_RETURN(res.ledger, ternary::compute_ledger(ws.view(0), lo));
+  for (uint32_t i = 0; i < std::min<uint32_t>(count, 3); ++i) {  // both encodings and a shuffled copy
+    SUBMOE_RETURN_IF_ERROR(ternary::validate_packed_with_trusted_dict(ws.view(i)));
+  }
+
+  const TernaryGemvKernels& tk = ternary_gemv_kernels(c.isa);
+  std::vector<float> workspace(ternary_gemm_workspace_floats(c.cols, c.batch));
+  auto time_compressed = [&](uint32_t batch) -> Result<GemvTiming> {
+    const ActivationsView xv = ActivationsView::f32(x.data(), batch, c.cols);
+    SUBMOE_ASSIGN_OR_RETURN(GemvTiming t, time_calls(count, c.iters, [&](uint32_t i) {
+                              return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool);
+                            }));
+    t.kernel = ternary_kernel_name(tk, table, batch);
+    t.bytes_per_matrix = ws.bytes_per_matrix();
+    return t;
+  };
+  SUBMOE_ASSIGN_OR_RETURN(res.compressed, time_compressed(c.batch));
+  if (c.batch > 1) {
+    SUBMOE_ASSIGN_OR_RETURN(res.compressed_batch1, time_compressed(1));
+  }
+  return res;
+}
+
+}  // namespace submoe::kernels

@@ -1,0 +1,102 @@
+// Dense f32 and bf16 kernels of every ISA this CPU runs against a float64 oracle,
+// held to the float summation bound (all cols terms count).
+#include "submoe/kernels/dense_gemv.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "kernel_test_support.h"
+#include "submoe/core/thread_pool.h"
+
+namespace submoe::kernels {
+namespace {
+
+struct DenseData {
+  std::vector<float> wf;  // the weights as f32 (exact for the bf16 matrix)
+  std::vector<bf16_t> wb;
+};
+
+DenseData random_weights(uint32_t rows, uint32_t cols, size_t stride, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  DenseData d;
+  d.wf.assign(rows * stride, 0.0f);
+  d.wb.assign(rows * stride, bf16_t{0});
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t c = 0; c < cols; ++c) {
+      const bf16_t b = float_to_bf16(std::ldexp(nd(rng), static_cast<int>(rng() % 7) - 3));
+      d.wb[r * stride + c] = b;
+      d.wf[r * stride + c] = bf16_to_float(b);
+    }
+  }
+  return d;
+}
+
+void check_dense(const DenseGemvKernels& k, DenseType type, uint32_t rows, uint32_t cols, uint32_t batch,
+                 ThreadPool* pool, uint64_t seed) {
+  const size_t w_stride = cols + seed % 4;
+  const DenseData d = random_weights(rows, cols, w_stride, seed);
+  const size_t x_stride = cols + 1;
+  const std::vector<float> x = testing::random_activations(batch, cols, x_stride, seed + 1);
+  const size_t y_stride = rows + 2;
+  std::vector<float> y(batch * y_stride, -3.0f);
+  DenseMatrixView w = type == DenseType::kF32 ? DenseMatrixView::f32(d.wf.data(), rows, cols)
+                                              : DenseMatrixView::bf16(d.wb.data(), rows, cols);
+  w.stride = w_stride;
+  const std::string what = std::string(dense_kernel_name(k, type)) + " " + std::to_string(rows) + "x" +
+                           std::to_string(cols) + " batch " + std::to_string(batch);
+  ASSERT_TRUE(gemm_dense(k, w, x.data(), x_stride, batch, OutputView{y.data(), y_stride}, pool).is_ok()) << what;
+  for (uint32_t t = 0; t < batch; ++t) {
+    for (uint32_t r = 0; r < rows; ++r) {
+      double ref = 0, sum_abs = 0;
+      for (uint32_t c = 0; c < cols; ++c) {
+        const double p = static_cast<double>(d.wf[r * w_stride + c]) * x[t * x_stride + c];
+        ref += p;
+        sum_abs += std::fabs(p);
+      }
+      const double got = y[t * y_stride + r];
+      ASSERT_LE(std::fabs(got - ref), testing::summation_bound(cols, sum_abs))
+          << what << " row " << r << " token " << t << " got " << got << " want " << ref;
+    }
+    ASSERT_EQ(y[t * y_stride + rows], -3.0f) << what;
+  }
+}
+
+TEST(DenseGemv, EveryIsaMatchesFloat64Oracle) {
+  ThreadPool pool(3);
+  uint64_t seed = 1;
+  for (Isa isa : testing::supported_isas()) {
+    const DenseGemvKernels& k = dense_gemv_kernels(isa);
+    for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
+      for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{
+               {1, 1}, {1, 300}, {37, 1}, {5, 15}, {9, 16}, {7, 17}, {67, 129}, {33, 1000}, {130, 64}}) {
+        for (uint32_t batch : {1u, 2u, 3u, 4u, 5u, 8u, 17u, 64u}) {
+          check_dense(k, type, rows, cols, batch, (seed % 2) ? &pool : nullptr, seed);
+          ++seed;
+        }
+      }
+    }
+  }
+}
+
+TEST(DenseGemv, RejectsBadArguments) {
+  const DenseGemvKernels& k = best_dense_gemv_kernels();
+  std::vector<float> w(20, 1.0f), x(80, 1.0f), y(40);
+  const DenseMatrixView v = DenseMatrixView::f32(w.data(), 4, 5);
+  EXPECT_TRUE(gemm_dense(k, v, x.data(), 5, 1, OutputView{y.data(), 4}, nullptr).is_ok());
+  for (float f : std::span<float>(y).first(4)) EXPECT_EQ(f, 5.0f);
+  EXPECT_FALSE(gemm_dense(k, v, x.data(), 5, 0, OutputView{y.data(), 4}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_dense(k, v, x.data(), 5, 65, OutputView{y.data(), 4}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_dense(k, v, x.data(), 4, 2, OutputView{y.data(), 4}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_dense(k, v, x.data(), 5, 2, OutputView{y.data(), 3}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_dense(k, v, nullptr, 5, 1, OutputView{y.data(), 4}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_dense(k, v, x.data(), 5, 1, OutputView{nullptr, 4}, nullptr).is_ok());
+  DenseMatrixView bad = v;
+  bad.stride = 4;
+  EXPECT_FALSE(gemm_dense(k, bad, x.data(), 5, 1, OutputView{y.data(), 4}, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace submoe::kernels

@@ -1,0 +1,237 @@
+// Every ternary fast path (each ISA this CPU runs, batch 1 and small batches,
+// f32 and bf16 activations, 1..3 threads) against the codec's reference decoder
+// times x in float64, held to the float summation bound of kernel_test_support.h.
+#include "submoe/kernels/ternary_gemv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "kernel_test_support.h"
+#include "submoe/core/thread_pool.h"
+
+namespace submoe::kernels {
+namespace {
+
+using ternary::DictKind;
+using testing::RowKind;
+
+struct Case {
+  DictKind kind;
+  double p0;
+  uint32_t rows;
+  uint32_t cols;
+};
+
+std::string case_name(const Case& c) {
+  return std::string(ternary::dict_kind_name(c.kind)) + " p0=" + std::to_string(c.p0) + " " +
+         std::to_string(c.rows) + "x" + std::to_string(c.cols);
+}
+
+// Runs one kernel table on one matrix for the given batch / threads / dtype and
+// checks every output against the oracle. Returns the number of checked values.
+size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx, const testing::TestMatrix& m,
+                     uint32_t batch, ThreadPool* pool, ActivationType type, uint64_t seed, const std::string& what) {
+  const ternary::PackedTernaryView w = m.packed.view();
+  const size_t x_stride = w.cols + (seed % 3);  // strides > cols too
+  std::vector<float> x = testing::random_activations(batch, w.cols, x_stride, seed);
+  std::vector<bf16_t> xb;
+  ActivationsView xv = ActivationsView::f32(x.data(), batch, x_stride);
+  if (type == ActivationType::kBF16) {
+    xb.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      xb[i] = float_to_bf16(x[i]);
+      x[i] = bf16_to_float(xb[i]);  // the oracle sees exactly what the kernel sees
+    }
+    xv = ActivationsView::bf16(xb.data(), batch, x_stride);
+  }
+  const size_t y_stride = w.rows + 1;
+  std::vector<float> y(batch * y_stride, -7.0f);
+  std::vector<float> ws(ternary_gemm_workspace_floats(w.cols, batch) + 3);
+  // An offset workspace start: the driver must align it itself.
+  Status st = gemm_ternary_dict(k, fx.table, w, xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(1),
+                                pool);
+  EXPECT_TRUE(st.is_ok()) << what << ": " << st.to_string();
+  size_t checked = 0;
+  for (uint32_t t = 0; t < batch; ++t) {
+    for (uint32_t r = 0; r < w.rows; ++r) {
+      const testing::OracleRow o = testing::oracle(m.dense, w.cols, r, x.data() + t * x_stride);
+      const double got = y[t * y_stride + r];
+      const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
+      if (!(std::fabs(got - o.y) <= bound)) {
+        ADD_FAILURE() << what << " " << ternary_kernel_name(k, fx.table, batch) << ": row " << r << " token " << t
+                      << " got " << got << " want " << o.y << " (bound " << bound << ", " << o.nonzeros
+                      << " nonzeros)";
+        return checked;
+      }
+      ++checked;
+    }
+    // Padding between rows of the output is untouched.
+    if (w.rows > 0) {
+      EXPECT_EQ(y[t * y_stride + w.rows], -7.0f) << what;
+    }
+  }
+  return checked;
+}
+
+TEST(TernaryGemv, EveryIsaMatchesReferenceDecoderAcrossP0AndShapes) {
+  const std::vector<Case> cases = {
+      {DictKind::kQmoe, 0.885, 37, 613},   {DictKind::kQmoe, 0.885, 19, 1},    {DictKind::kQmoe, 0.885, 1, 777},
+      {DictKind::kQmoe, 0.5, 21, 257},     {DictKind::kQmoe, 0.8, 29, 129},    {DictKind::kQmoe, 0.95, 17, 1001},
+      {DictKind::kQmoe, 1.0, 9, 300},      {DictKind::kTunstall, 0.885, 33, 455}, {DictKind::kTunstall, 0.5, 13, 99},
+      {DictKind::kTunstall, 0.8, 11, 31},  {DictKind::kQmoe, 0.885, 70, 28},   {DictKind::kQmoe, 0.885, 41, 27},
+      {DictKind::kQmoe, 0.885, 12, 29},    {DictKind::kQmoe, 0.885, 9, 33},
+  };
+  ThreadPool pool3(3);
+  size_t checked = 0;
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    const testing::DictFixture& fx = testing::dict_fixture(c.kind, c.p0);
+    const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax,
+                                          RowKind::kAllMin};
+    const testing::TestMatrix m = testing::make_test_matrix(fx, c.rows, c.cols, c.p0, seed++, special);
+    for (Isa isa : testing::supported_isas()) {
+      const TernaryGemvKernels& k = ternary_gemv_kernels(isa);
+      for (uint32_t batch : {1u, 2u, 5u, 8u, 13u}) {
+        for (ActivationType type : {ActivationType::kF32, ActivationType::kBF16}) {
+          ThreadPool* pool = (batch + seed) % 2 ? &pool3 : nullptr;
+          checked += check_kernels(k, fx, m, batch, pool, type, seed++,
+                                   case_name(c) + " " + isa_name(isa) + " batch " + std::to_string(batch) + " " +
+                                       activation_type_name(type));
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000u);
+  std::printf("checked %zu outputs\n", checked);
+}
+
+TEST(TernaryGemv, AllBatchSizesAndThreadCounts) {
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  // Enough rows that three threads each get several interleaved row groups plus
+  // a remainder.
+  const testing::TestMatrix m = testing::make_test_matrix(fx, 203, 161, 0.885, 99);
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t = 1; t <= 3; ++t) pools.push_back(std::make_unique<ThreadPool>(t));
+  uint64_t seed = 1000;
+  for (Isa isa : testing::supported_isas()) {
+    const TernaryGemvKernels& k = ternary_gemv_kernels(isa);
+    for (uint32_t batch = 1; batch <= kMaxKernelBatch; batch += (batch < 20 ? 1 : 7)) {
+      ThreadPool* pool = pools[seed % 3].get();
+      check_kernels(k, fx, m, batch, pool, ActivationType::kF32, seed++,
+                    std::string(isa_name(isa)) + " batch " + std::to_string(batch));
+    }
+    check_kernels(k, fx, m, kMaxKernelBatch, pools[2].get(), ActivationType::kBF16, seed++,
+                  std::string(isa_name(isa)) + " batch 64");
+  }
+}
+
+TEST(TernaryGemv, PermAndMaskPathsAgreeWithEachOther) {
+  // The same matrix through the AVX-512 permute kernel and the masked-add kernel
+  // (forced by a table copy without permute records): both within the bound.
+  if (!cpu_features().avx512) GTEST_SKIP() << "CPU without AVX-512: permute and mask kernels not runnable here";
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  ASSERT_TRUE(fx.table.has_perm);
+  const testing::TestMatrix m = testing::make_test_matrix(fx, 45, 700, 0.885, 5);
+  TernaryGemvKernels masks_only = ternary_gemv_kernels(Isa::kAvx512);
+  masks_only.gemv_perm = nullptr;
+  EXPECT_STREQ(ternary_kernel_name(masks_only, fx.table, 1), "gemv_f32_ternary_dict_masks_avx512");
+  EXPECT_STREQ(ternary_kernel_name(ternary_gemv_kernels(Isa::kAvx512), fx.table, 1),
+               "gemv_f32_ternary_dict_perm_avx512");
+  check_kernels(masks_only, fx, m, 1, nullptr, ActivationType::kF32, 17, "masks");
+  check_kernels(ternary_gemv_kernels(Isa::kAvx512), fx, m, 1, nullptr, ActivationType::kF32, 17, "perm");
+}
+
+TEST(TernaryGemv, LowP0DictionaryUsesGenericSlotsAndMaskKernel) {
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.5);
+  EXPECT_GT(fx.table.slot_count, kPermSlotsPerSign);  // exercises the generic slot loop
+  EXPECT_FALSE(fx.table.has_perm);
+  EXPECT_STREQ(ternary_kernel_name(ternary_gemv_kernels(Isa::kAvx512), fx.table, 1),
+               "gemv_f32_ternary_dict_masks_avx512");
+}
+
+TEST(TernaryGemv, BoundDetectsAOneWeightError) {
+  // The tolerance is only worth something if a real defect exceeds it: dropping
+  // a single nonzero weight of a typical row must violate the bound.
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  const testing::TestMatrix m = testing::make_test_matrix(fx, 40, 2080, 0.885, 8);
+  const std::vector<float> x = testing::random_activations(1, 2080, 2080, 9);
+  size_t detected = 0, rows = 0;
+  for (uint32_t r = 0; r < 40; ++r) {
+    const testing::OracleRow o = testing::oracle(m.dense, 2080, r, x.data());
+    if (o.nonzeros == 0) continue;
+    ++rows;
+    // The median term: terms below the bound are invisible by construction,
+    // typical ones must not be.
+    std::vector<double> terms;
+    for (uint32_t c = 0; c < 2080; ++c) {
+      const double t = std::fabs(static_cast<double>(m.dense[r * 2080 + c]) * x[c]);
+      if (t > 0) terms.push_back(t);
+    }
+    std::nth_element(terms.begin(), terms.begin() + terms.size() / 2, terms.end());
+    if (terms[terms.size() / 2] > testing::summation_bound(o.nonzeros, o.sum_abs)) ++detected;
+  }
+  EXPECT_EQ(detected, rows);
+}
+
+TEST(TernaryGemv, RejectsBadArguments) {
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  const testing::TestMatrix m = testing::make_test_matrix(fx, 10, 50, 0.885, 3);
+  const ternary::PackedTernaryView w = m.packed.view();
+  const TernaryGemvKernels& k = best_ternary_gemv_kernels();
+  std::vector<float> x(64 * 50, 1.0f), y(64 * 10);
+  std::vector<float> ws(ternary_gemm_workspace_floats(50, 64));
+  const OutputView out{y.data(), 10};
+  auto run = [&](const ternary::PackedTernaryView& v, const ActivationsView& xv, std::span<float> wsp) {
+    return gemm_ternary_dict(k, fx.table, v, xv, out, wsp, nullptr);
+  };
+  EXPECT_TRUE(run(w, ActivationsView::f32(x.data(), 1, 50), ws).is_ok());
+  EXPECT_EQ(run(w, ActivationsView::f32(x.data(), 0, 50), ws).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run(w, ActivationsView::f32(x.data(), 65, 50), ws).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run(w, ActivationsView::f32(x.data(), 2, 49), ws).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run(w, ActivationsView::f32(nullptr, 1, 50), ws).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run(w, ActivationsView::f32(x.data(), 8, 50), std::span<float>(ws).first(ternary_gemm_workspace_floats(50, 8) - 1)).code(),
+            ErrorCode::kInvalidArgument);
+  ternary::PackedTernaryView other_dict = w;
+  const testing::DictFixture& fx2 = testing::dict_fixture(DictKind::kQmoe, 0.8);
+  other_dict.dict = fx2.dict.entries();
+  EXPECT_EQ(run(other_dict, ActivationsView::f32(x.data(), 1, 50), ws).code(), ErrorCode::kInvalidArgument);
+  std::vector<int32_t> offsets(w.row_offsets, w.row_offsets + w.rows + 1);
+  std::swap(offsets[3], offsets[4]);
+  ternary::PackedTernaryView bad_offsets = w;
+  bad_offsets.row_offsets = offsets.data();
+  if (offsets[3] != offsets[4]) {
+    EXPECT_EQ(run(bad_offsets, ActivationsView::f32(x.data(), 1, 50), ws).code(), ErrorCode::kInvalidArgument);
+  }
+  offsets.assign(w.row_offsets, w.row_offsets + w.rows + 1);
+  offsets.back() -= 1;  // truncated code stream
+  EXPECT_EQ(run(bad_offsets, ActivationsView::f32(x.data(), 1, 50), ws).code(), ErrorCode::kInvalidArgument);
+  TernaryKernelTable empty;
+  EXPECT_EQ(gemm_ternary_dict(k, empty, w, ActivationsView::f32(x.data(), 1, 50), out, ws, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(TernaryGemv, ZeroColumnsGiveZeros) {
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  std::vector<int32_t> offsets(4, 0);
+  std::vector<ternary::RowScales> scales(3, {float_to_bf16(-1.0f), float_to_bf16(1.0f)});
+  ternary::PackedTernaryView w;
+  w.rows = 3;
+  w.cols = 0;
+  w.row_offsets = offsets.data();
+  w.scales = scales.data();
+  w.dict = fx.dict.entries();
+  std::vector<float> y(6, 5.0f), ws(ternary_gemm_workspace_floats(0, 2));
+  float dummy = 0;
+  for (Isa isa : testing::supported_isas()) {
+    ASSERT_TRUE(gemm_ternary_dict(ternary_gemv_kernels(isa), fx.table, w, ActivationsView::f32(&dummy, 2, 0),
+                                  OutputView{y.data(), 3}, ws, nullptr)
+                    .is_ok());
+    for (float v : y) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace submoe::kernels
