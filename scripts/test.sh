@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Release build (warnings are errors, CUDA compiled and
 # linked when nvcc exists) + all tests, then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer run of
+# the codec validator when clang exists.
 #   SUBMOE_SKIP_SANITIZE=1 scripts/test.sh   # only the Release pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +16,13 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
   # Slow, large-shape cases are labelled "slow" and skipped under sanitizers.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
+fi
+if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
+  echo "== libFuzzer smoke run of the codec validator + decoder (30 s)"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_FUZZ=ON \
+    -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
+  cmake --build build-fuzz --target fuzz_ternary_packed -j "$jobs"
+  mkdir -p build-fuzz/corpus
+  build-fuzz/fuzz/fuzz_ternary_packed -max_total_time=30 -print_final_stats=1 build-fuzz/corpus fuzz/corpus/ternary_packed 2>&1 | tail -n 3
 fi
 echo "== all tests passed"

@@ -1,0 +1,56 @@
+// ExpertProvider: hands the model the LinearOps of routed expert (layer, expert).
+// The model asks for the set of experts a layer needs before running them, so a
+// provider that pages experts (offload) can fetch them together, and tells it
+// when the layer is done so they can be released. A resident provider keeps
+// every expert in memory and does nothing in begin/end.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/model/linear_op.h"
+
+namespace submoe::model {
+
+// One SwiGLU expert: down( silu(gate x) * up x ). gate/up: [I, H], down: [H, I].
+struct ExpertOps {
+  const LinearOp* gate = nullptr;
+  const LinearOp* up = nullptr;
+  const LinearOp* down = nullptr;
+};
+
+class ExpertProvider {
+ public:
+  virtual ~ExpertProvider() = default;
+
+  // Makes `experts` (ascending, distinct) of `layer` available until
+  // end_layer(layer). Fails when an expert cannot be produced (I/O, corrupt data).
+  virtual Status begin_layer(int layer, std::span<const int> experts) = 0;
+  // Valid between begin_layer and end_layer for an expert that was listed.
+  virtual ExpertOps ops(int layer, int expert) const = 0;
+  virtual void end_layer(int layer) { (void)layer; }
+};
+
+// Owns every expert's ops, all in memory (e.g. dense views into a mapped checkpoint).
+class ResidentExpertProvider final : public ExpertProvider {
+ public:
+  struct Expert {
+    std::unique_ptr<LinearOp> gate, up, down;
+  };
+  // experts[layer] holds num_experts entries for sparse layers, none for dense layers.
+  explicit ResidentExpertProvider(std::vector<std::vector<Expert>> experts) : experts_(std::move(experts)) {}
+
+  Status begin_layer(int layer, std::span<const int> experts) override;
+  ExpertOps ops(int layer, int expert) const override {
+    const Expert& e = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
+    return {e.gate.get(), e.up.get(), e.down.get()};
+  }
+  const std::vector<std::vector<Expert>>& experts() const { return experts_; }
+
+ private:
+  std::vector<std::vector<Expert>> experts_;
+};
+
+}  // namespace submoe::model

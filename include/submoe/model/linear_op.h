@@ -1,0 +1,57 @@
+// LinearOp: the seam between the model and weight storage.
+//
+// out[t, :] = W · in[t, :] for a batch of n token rows, with W of shape
+// [out_features, in_features] (the nn.Linear layout of the checkpoint). The model
+// never learns whether W is dense bf16, dense f32 or a compressed code; every
+// projection (attention, router, experts, lm_head) goes through this interface.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "submoe/core/status.h"
+#include "submoe/io/safetensors.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::model {
+
+class LinearOp {
+ public:
+  virtual ~LinearOp() = default;
+
+  virtual size_t in_features() const = 0;
+  virtual size_t out_features() const = 0;
+
+  // in: [n, in_features] row-major; out: [n, out_features] row-major, overwritten.
+  // `pool` may be null (run on the calling thread). Implementations decide how to
+  // split the work; callers that already run in parallel pass null. Shapes are a
+  // caller invariant (checked once, when the model is built), not a runtime input.
+  virtual void forward(const float* in, size_t n, float* out, ThreadPool* pool) const = 0;
+
+  // Human-readable storage, e.g. "dense bf16 [1024, 256]".
+  virtual std::string describe() const = 0;
+  // Bytes of weight data one forward pass streams (for bandwidth and size reports).
+  virtual size_t weight_bytes() const = 0;
+};
+
+// Weight storage types a dense LinearOp computes on directly.
+enum class DenseDType { kF32, kBF16 };
+
+// A dense LinearOp over a checkpoint tensor [out, in], computing on the stored
+// dtype: BF16 and F32 are used in place (no f32 copy of bf16 weights; the view's
+// memory must outlive the op). F16 has no kernel, so it is widened once into an
+// owned f32 copy (exact). A view whose data is not aligned to its element size is
+// copied once into an aligned owned buffer, still in its dtype. Other dtypes and
+// shapes that are not 2-D are kInvalidArgument, naming the tensor.
+Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight);
+
+// A dense LinearOp over memory the caller owns (row-major [out_features, in_features],
+// aligned to the element size); for tests and for weights built in memory.
+std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, size_t out_features,
+                                            size_t in_features);
+
+}  // namespace submoe::model

@@ -1,0 +1,76 @@
+// Everything a forward pass reads, independent of how it was produced: norms and
+// biases as small f32 vectors, every projection as a LinearOp, routed experts
+// behind an ExpertProvider. load_checkpoint_weights() builds it from a Hugging
+// Face checkpoint with dense ops; other builders (compressed artifacts) fill the
+// same struct with other LinearOps.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/io/safetensors.h"
+#include "submoe/model/architecture.h"
+#include "submoe/model/expert_provider.h"
+#include "submoe/model/linear_op.h"
+
+namespace submoe::model {
+
+// Token embedding rows read in their stored dtype (BF16 / F16 / F32) and widened
+// to f32 on lookup; the table is never copied.
+class EmbeddingTable {
+ public:
+  EmbeddingTable() = default;
+  static Result<EmbeddingTable> from_tensor(const io::TensorView& tensor);
+  size_t rows() const { return rows_; }
+  size_t cols() const { return cols_; }
+  // Copies row `id` (< rows()) as f32 into out[0, cols).
+  void lookup(size_t id, float* out) const;
+  const io::TensorView& tensor() const { return tensor_; }
+
+ private:
+  io::TensorView tensor_;
+  size_t rows_ = 0, cols_ = 0, row_bytes_ = 0;
+};
+
+// down( silu(gate x) * up x )
+struct SwiGluWeights {
+  std::unique_ptr<LinearOp> gate, up, down;
+};
+
+struct LayerWeights {
+  std::vector<float> input_norm;           // [H]
+  std::vector<float> post_attention_norm;  // [H]
+  std::unique_ptr<LinearOp> q, k, v, o;    // [nH*D, H], [nKV*D, H] x2, [H, nH*D]
+  std::vector<float> q_bias, k_bias, v_bias, o_bias;  // empty when absent
+  std::vector<float> q_norm, k_norm;  // [D] per head (Qwen3) or [nH*D]/[nKV*D] (OLMoE); empty: none
+  bool sparse = false;
+  std::unique_ptr<LinearOp> router;  // [E, H], sparse layers
+  SwiGluWeights mlp;                 // dense layers: [I, H], [I, H], [H, I]
+  SwiGluWeights shared_expert;       // Qwen2-MoE sparse layers
+  std::unique_ptr<LinearOp> shared_expert_gate;  // [1, H]
+};
+
+struct ModelWeights {
+  EmbeddingTable embed;                      // [V, H]
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;             // [H]
+  std::unique_ptr<LinearOp> lm_head;         // [V, H] (the embedding when tied)
+  std::unique_ptr<ExpertProvider> experts;   // routed experts of sparse layers
+  // Keeps whatever the views above point into alive (e.g. the mapped checkpoint).
+  std::shared_ptr<const void> storage;
+};
+
+// Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused
+// experts.gate_up_proj / experts.down_proj are split into views). Every tensor's
+// shape is checked against the config; a missing or misshaped tensor is an error
+// naming it. The returned weights keep `tensors` alive.
+Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& config, const ArchitectureAdapter& arch,
+                                             std::shared_ptr<const io::SafetensorsModel> tensors);
+
+// Checks that prebuilt weights have the shapes `config` implies (for builders
+// other than the checkpoint loader).
+Status check_weights(const io::MoeModelConfig& config, const ArchitectureAdapter& arch, const ModelWeights& weights);
+
+}  // namespace submoe::model

@@ -1,0 +1,105 @@
+// The MoE transformer forward pass (doc §1.5): embedding, per layer
+// h += Attn(RMSNorm(h)); h += FFN(RMSNorm(h)) with FFN a routed-expert block or a
+// dense SwiGLU MLP, final RMSNorm, lm_head. Activations are f32; weights stay in
+// their stored dtype behind LinearOps.
+//
+// A MoeModel is immutable after construction and may be shared; a Session runs
+// one token sequence through it (its KV cache and scratch memory). Prefill and
+// decode are the same call: forward() takes any number of new tokens.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/model/architecture.h"
+#include "submoe/model/kv_cache.h"
+#include "submoe/model/model_weights.h"
+#include "submoe/model/rope.h"
+#include "submoe/model/router.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::model {
+
+class MoeModel {
+ public:
+  // A Hugging Face checkpoint directory: config.json + model.safetensors (or a
+  // sharded index). Weights are memory-mapped and used in place.
+  static Result<std::unique_ptr<MoeModel>> load(const std::string& directory);
+  // From a parsed config and weights built elsewhere (checked against the config).
+  static Result<std::unique_ptr<MoeModel>> create(io::MoeModelConfig config, ModelWeights weights);
+
+  const io::MoeModelConfig& config() const { return config_; }
+  const ArchitectureAdapter& architecture() const { return *arch_; }
+  const ModelWeights& weights() const { return weights_; }
+  ExpertProvider& experts() const { return *weights_.experts; }
+  const Rope& rope() const { return rope_; }
+  // Sliding window of each layer (0 = full causal attention).
+  size_t window(size_t layer) const { return windows_[layer]; }
+  // Token ids that end generation: config.json eos_token_id (int or list).
+  const std::vector<int64_t>& eos_token_ids() const { return config_.eos_token_ids; }
+
+ private:
+  MoeModel() = default;
+
+  io::MoeModelConfig config_;
+  const ArchitectureAdapter* arch_ = nullptr;
+  ModelWeights weights_;
+  Rope rope_;
+  std::vector<size_t> windows_;
+};
+
+// RoPE parameters implied by a config (theta, scaling dict, YaRN's factor rule).
+Result<RopeParams> rope_params_from_config(const io::MoeModelConfig& config);
+
+enum class LogitsMode {
+  kNone,  // only fill the KV cache
+  kLast,  // logits of the last new token: [V]
+  kAll,   // logits of every new token: [T, V]
+};
+
+// Called after each sparse layer's routing with the layer index, the position of
+// the first token in the batch and the decision (for traces and tests).
+using RoutingObserver = std::function<void(int layer, size_t first_position, const Routing& routing)>;
+
+class Session {
+ public:
+  // `pool` may be null (single thread); both must outlive the session.
+  Session(const MoeModel& model, ThreadPool* pool);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs `tokens` at positions length() .. length()+T-1 and appends their keys and
+  // values to the cache. Token ids outside [0, vocab_size) are kInvalidArgument
+  // (nothing is changed then); errors from the expert provider are passed on.
+  Status forward(std::span<const int32_t> tokens, LogitsMode mode, std::vector<float>* logits);
+
+  // Positions processed so far.
+  size_t length() const { return cache_.length(); }
+  // Forgets the sequence (keeps the memory).
+  void reset() { cache_.clear(); }
+  // Pre-sizes the KV cache for `positions` positions.
+  void reserve(size_t positions) { cache_.reserve(positions); }
+  const KvCache& cache() const { return cache_; }
+  void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
+
+  struct Scratch;  // per-forward buffers (src/model/session_scratch.h)
+
+ private:
+  const MoeModel& model_;
+  ThreadPool* pool_;
+  KvCache cache_;
+  RoutingObserver observer_;
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace submoe::model

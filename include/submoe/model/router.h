@@ -1,0 +1,48 @@
+// Router math shared by the softmax-then-top-k MoE architectures (Mixtral,
+// Qwen2-MoE, Qwen3-MoE, OLMoE): float32 softmax over the router logits, top-k over
+// the probabilities, optional renormalisation of the k selected weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace submoe::model {
+
+// In-place numerically stable softmax in float32 (max subtracted before exp).
+void softmax_f32(std::span<float> x);
+
+// Writes the indices of the k largest values of `values` into `idx` (size k), in
+// descending value order. Equal values keep ascending index order, i.e. on a tie
+// the lower index is chosen first (torch.topk gives no guarantee; HF's references
+// are built in fp32 where ties do not occur, and `argmax` picks the first
+// maximum). NaN compares below every number. Requires 1 <= k <= values.size().
+void top_k_indices(std::span<const float> values, std::span<int32_t> idx);
+
+// Routing decision for a batch of tokens: expert ids and their weights, k per token,
+// ranked by descending probability.
+struct Routing {
+  size_t num_tokens = 0;
+  size_t k = 0;
+  std::vector<int32_t> experts;  // [num_tokens, k]
+  std::vector<float> weights;    // [num_tokens, k]
+};
+
+// logits: [num_tokens, num_experts] router logits (overwritten with probabilities).
+// weights = top-k of softmax_f32(logits); if `renormalize`, divided by their sum.
+void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
+                         bool renormalize, Routing* out);
+
+// The tokens each expert received, for grouped (one matrix product per expert)
+// execution: for expert e, the pairs (token, slot) in ascending token order, where
+// slot indexes Routing::weights. Experts with no tokens have empty lists.
+struct ExpertGroups {
+  std::vector<uint32_t> offsets;  // [num_experts + 1] into tokens/slots
+  std::vector<uint32_t> tokens;
+  std::vector<uint32_t> slots;    // token * k + j
+  size_t count(size_t expert) const { return offsets[expert + 1] - offsets[expert]; }
+};
+void group_by_expert(const Routing& routing, size_t num_experts, ExpertGroups* out);
+
+}  // namespace submoe::model

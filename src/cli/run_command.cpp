@@ -1,0 +1,153 @@
+// `submoe run`: generate text from a prompt with a Hugging Face MoE checkpoint.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/io/file_util.h"
+#include "submoe/io/tokenizer.h"
+#include "submoe/model/moe_model.h"
+#include "submoe/model/sampler.h"
+
+namespace submoe::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  int max_new_tokens = 128;
+  float temperature = 0.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool ignore_eos = false;
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// generation_config.json's eos_token_id (int or list), which is what HF generate()
+// stops on; absent file or key adds nothing.
+Status add_generation_config_eos(const std::string& dir, std::set<int64_t>* eos) {
+  const std::string path = (std::filesystem::path(dir) / "generation_config.json").string();
+  if (!std::filesystem::exists(path)) return Status::ok();
+  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_file_to_string(path));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return corrupt_data(path + ": not a JSON object");
+  if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) return Status::ok();
+  const nlohmann::json& e = j["eos_token_id"];
+  if (e.is_number_integer()) {
+    eos->insert(e.get<int64_t>());
+  } else if (e.is_array()) {
+    for (const auto& x : e) {
+      if (!x.is_number_integer()) return corrupt_data(path + ": eos_token_id list holds a non-integer");
+      eos->insert(x.get<int64_t>());
+    }
+  } else {
+    return corrupt_data(path + ": eos_token_id must be an integer or a list of integers");
+  }
+  return Status::ok();
+}
+
+Status run(const RunOptions& o) {
+  if (o.max_new_tokens < 0) return invalid_argument("-n must be >= 0");
+  if (o.threads < 0) return invalid_argument("--threads must be >= 0");
+  const model::SamplerOptions sampling{o.temperature, o.top_k, o.top_p, o.seed};
+  SUBMOE_RETURN_IF_ERROR(model::validate(sampling));
+
+  const auto t_load = Clock::now();
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, model::MoeModel::load(o.model));
+  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.model));
+  const double load_s = seconds_since(t_load);
+
+  std::set<int64_t> eos(m->eos_token_ids().begin(), m->eos_token_ids().end());
+  if (tok.eos_id()) eos.insert(*tok.eos_id());
+  SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.model, &eos));
+
+  std::vector<int32_t> ids = tok.encode(o.prompt, /*add_special_tokens=*/true);
+  if (ids.empty()) {
+    if (!tok.bos_id()) return invalid_argument("the prompt is empty and the tokenizer has no BOS token to start from");
+    ids.push_back(*tok.bos_id());
+  }
+
+  const int threads = o.threads > 0 ? o.threads : hardware_threads();
+  ThreadPool pool(threads);
+  model::Session session(*m, &pool);
+  session.reserve(ids.size() + static_cast<size_t>(o.max_new_tokens));
+  model::Sampler sampler(sampling);
+  io::DecodeStream stream(tok, /*skip_special_tokens=*/true);
+
+  std::vector<float> logits;
+  const auto t_prefill = Clock::now();
+  SUBMOE_RETURN_IF_ERROR(session.forward(ids, model::LogitsMode::kLast, &logits));
+  const double prefill_s = seconds_since(t_prefill);
+
+  int generated = 0, decode_steps = 0;
+  bool hit_eos = false;
+  const auto t_decode = Clock::now();
+  while (generated < o.max_new_tokens) {
+    const int32_t next = sampler.sample(logits);
+    if (!o.ignore_eos && eos.count(next)) {
+      hit_eos = true;
+      break;
+    }
+    ++generated;
+    const std::string piece = stream.step(next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    if (generated == o.max_new_tokens) break;
+    const int32_t one[1] = {next};
+    SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
+    ++decode_steps;
+  }
+  const double decode_s = seconds_since(t_decode);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+
+  auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
+  std::fprintf(stderr,
+               "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
+               "(%.1f tok/s) | %d generated, stop: %s | %d threads\n",
+               o.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
+               decode_steps, decode_s, rate(decode_steps, decode_s), generated, hit_eos ? "eos" : "length", threads);
+  return Status::ok();
+}
+
+void setup_run(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = root.add_subcommand(
+      "run",
+      "Generate text from a prompt with a Hugging Face MoE checkpoint (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE).\n"
+      "The prompt is tokenized with the checkpoint's tokenizer.json (special tokens added as its\n"
+      "post-processor says, e.g. BOS), run as one prefill, then tokens are sampled one at a time with\n"
+      "the KV cache. Generated text streams to stdout as it is produced (special tokens skipped);\n"
+      "generation stops after -n tokens or at an EOS token (config.json / generation_config.json\n"
+      "eos_token_id, or the tokenizer's EOS). A summary goes to stderr: load time, prefill and\n"
+      "decode tokens/s (decode counts the forward passes after the prompt), stop reason.");
+  cmd->add_option("--model", o->model, "checkpoint directory: config.json, *.safetensors, tokenizer.json")
+      ->required();
+  cmd->add_option("--prompt", o->prompt, "prompt text")->required();
+  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "tokens to generate at most")->capture_default_str();
+  cmd->add_option("--temp,--temperature", o->temperature, "sampling temperature; 0 = greedy (argmax)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "sample only among the k most likely tokens; 0 = no limit")
+      ->capture_default_str();
+  cmd->add_option("--top-p", o->top_p,
+                  "nucleus sampling: the smallest set of most likely tokens whose probability reaches p; 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "random seed of the sampler (same seed, same text)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
+  cmd->callback([o] { report("run", run(*o)); });
+}
+
+}  // namespace
+SUBMOE_REGISTER_COMMAND("run", setup_run);
+}  // namespace submoe::cli

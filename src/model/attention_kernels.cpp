@@ -1,0 +1,45 @@
+#include "attention_kernels.h"
+
+#include <algorithm>
+
+#include "submoe/core/cpu_features.h"
+
+namespace submoe::model::detail {
+namespace {
+
+// Eight partial sums: a plain float reduction would not be vectorised (the
+// compiler may not reassociate it).
+float dot(const float* a, const float* b, size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void scores_portable(const float* q, const float* keys, size_t n, size_t D, float scale, float* scores) {
+  for (size_t j = 0; j < n; ++j) scores[j] = dot(q, keys + j * D, D) * scale;
+}
+
+void mix_portable(const float* p, const float* values, size_t n, size_t D, float* out) {
+  std::fill(out, out + D, 0.0f);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t d = 0; d < D; ++d) out[d] += p[j] * values[j * D + d];
+}
+
+}  // namespace
+
+const AttentionKernels& attention_kernels_portable() {
+  static const AttentionKernels k{&scores_portable, &mix_portable};
+  return k;
+}
+
+const AttentionKernels& attention_kernels() {
+  static const AttentionKernels& k =
+      best_isa() == Isa::kAvx512 ? attention_kernels_avx512() : attention_kernels_portable();
+  return k;
+}
+
+}  // namespace submoe::model::detail

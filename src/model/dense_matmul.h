@@ -1,0 +1,27 @@
+// The one place where the model's dense LinearOp calls a matrix kernel: the
+// kernels module's dense bf16/f32 row kernels (include/submoe/kernels/dense_gemv.h,
+// table chosen once per process), fed at most kMaxKernelBatch tokens per call.
+#pragma once
+
+#include <cstddef>
+
+#include "submoe/model/linear_op.h"
+
+namespace submoe::model::detail {
+
+struct DenseMatrix {
+  const void* data;  // row-major [rows, cols], aligned to the element size
+  DenseDType dtype;
+  size_t rows;
+  size_t cols;
+};
+
+// out[t * ldo + r] = sum_c W[r, c] * in[t * cols + c] for t < n, r in [r0, r1).
+// Allocates nothing.
+void dense_matmul_rows(const DenseMatrix& w, size_t r0, size_t r1, const float* in, size_t n, float* out,
+                       size_t ldo);
+
+// Rows per work item when splitting across threads.
+inline constexpr size_t kDenseRowGrain = 16;
+
+}  // namespace submoe::model::detail

@@ -1,0 +1,123 @@
+// Feed-forward blocks: the routed-expert block (doc §1.6: softmax_fp32 router,
+// top-k, optional renormalisation, y = sum_j w_j Expert_j(x) accumulated in
+// ascending expert order, plus Qwen2-MoE's sigmoid-gated shared expert) and the
+// dense SwiGLU MLP of non-sparse layers.
+#include <atomic>
+#include <cstring>
+
+#include "blocks.h"
+#include "forward_ops.h"
+#include "submoe/core/thread_pool.h"
+
+namespace submoe::model::detail {
+namespace {
+
+// Experts smaller than this (multiply-adds for their tokens) run one per thread
+// rather than each split across all threads: a tiny expert cannot amortise a
+// thread hand-off per projection, and at batch 1 the k experts are independent.
+constexpr size_t kExpertParallelMaxMacs = size_t{1} << 21;
+
+// Runs one expert on its tokens (gathered from s.x) into expert_out rows.
+void run_expert(const BlockContext& ctx, const ExpertOps& ops, size_t e, Session::Scratch::PerThread& ts,
+                ThreadPool* pool) {
+  Session::Scratch& s = ctx.s;
+  const size_t H = static_cast<size_t>(ctx.model.config().hidden_size);
+  const size_t begin = s.groups.offsets[e], n = s.groups.count(e);
+  ts.xg.resize(n * H);
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(&ts.xg[i * H], &s.x[s.groups.tokens[begin + i] * H], H * sizeof(float));
+  swiglu(*ops.gate, *ops.up, *ops.down, ts.xg.data(), n, &s.expert_out[begin * H], ts.g, ts.u, pool);
+}
+
+Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
+  const MoeModel& m = ctx.model;
+  const io::MoeModelConfig& c = m.config();
+  const LayerWeights& L = m.weights().layers[layer];
+  Session::Scratch& s = ctx.s;
+  const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size);
+  const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.num_experts_per_tok);
+
+  s.router_logits.resize(T * E);
+  L.router->forward(s.x.data(), T, s.router_logits.data(), ctx.pool);
+  route_softmax_top_k(s.router_logits, T, E, k, c.norm_topk_prob, &s.routing);
+  if (observer) observer(static_cast<int>(layer), ctx.first_position, s.routing);
+  group_by_expert(s.routing, E, &s.groups);
+  s.active.clear();
+  size_t max_count = 0;
+  for (size_t e = 0; e < E; ++e) {
+    if (s.groups.count(e) == 0) continue;
+    s.active.push_back(static_cast<int>(e));
+    max_count = std::max(max_count, s.groups.count(e));
+  }
+
+  ExpertProvider& provider = m.experts();
+  SUBMOE_RETURN_IF_ERROR(provider.begin_layer(static_cast<int>(layer), s.active).with_context(
+      "layer " + std::to_string(layer) + " experts"));
+  s.expert_out.resize(T * k * H);
+  const size_t threads = ctx.pool ? static_cast<size_t>(ctx.pool->num_threads()) : 1;
+  const ExpertOps first = provider.ops(static_cast<int>(layer), s.active.front());
+  const size_t expert_macs =
+      max_count * (2 * first.gate->out_features() * H + first.down->out_features() * first.down->in_features());
+  if (threads > 1 && s.active.size() > 1 && expert_macs < kExpertParallelMaxMacs) {
+    std::atomic<size_t> next{0};
+    ctx.pool->run_on_all([&](int thread) {
+      auto& ts = s.threads[static_cast<size_t>(thread)];
+      for (size_t i = next.fetch_add(1); i < s.active.size(); i = next.fetch_add(1)) {
+        const int e = s.active[i];
+        run_expert(ctx, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), ts, nullptr);
+      }
+    });
+  } else {
+    for (int e : s.active)
+      run_expert(ctx, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), s.threads[0], ctx.pool);
+  }
+  provider.end_layer(static_cast<int>(layer));
+
+  // y[t] = sum over experts in ascending id of w * Expert(x[t]), as HF's index_add_.
+  std::fill(s.block.begin(), s.block.begin() + static_cast<ptrdiff_t>(T * H), 0.0f);
+  for (int e : s.active) {
+    const size_t begin = s.groups.offsets[static_cast<size_t>(e)], n = s.groups.count(static_cast<size_t>(e));
+    for (size_t i = 0; i < n; ++i) {
+      const float w = s.routing.weights[s.groups.slots[begin + i]];
+      const float* y = &s.expert_out[(begin + i) * H];
+      float* out = &s.block[s.groups.tokens[begin + i] * H];
+      for (size_t d = 0; d < H; ++d) out[d] += y[d] * w;
+    }
+  }
+
+  if (L.shared_expert.gate) {
+    s.shared_out.resize(T * H);
+    s.gate_scalar.resize(T);
+    swiglu(*L.shared_expert.gate, *L.shared_expert.up, *L.shared_expert.down, s.x.data(), T, s.shared_out.data(),
+           s.threads[0].g, s.threads[0].u, ctx.pool);
+    L.shared_expert_gate->forward(s.x.data(), T, s.gate_scalar.data(), ctx.pool);
+    for (size_t t = 0; t < T; ++t) {
+      const float g = sigmoid(s.gate_scalar[t]);
+      for (size_t d = 0; d < H; ++d) s.block[t * H + d] += g * s.shared_out[t * H + d];
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,
+            std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
+  const size_t inner = gate.out_features();
+  g.resize(n * inner);
+  u.resize(n * inner);
+  gate.forward(x, n, g.data(), pool);
+  up.forward(x, n, u.data(), pool);
+  silu_mul(g.data(), u.data(), n * inner);
+  down.forward(g.data(), n, out, pool);
+}
+
+Status ffn_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
+  const LayerWeights& L = ctx.model.weights().layers[layer];
+  if (L.sparse) return sparse_block(ctx, layer, observer);
+  swiglu(*L.mlp.gate, *L.mlp.up, *L.mlp.down, ctx.s.x.data(), ctx.num_tokens, ctx.s.block.data(), ctx.s.threads[0].g,
+         ctx.s.threads[0].u, ctx.pool);
+  return Status::ok();
+}
+
+}  // namespace submoe::model::detail

@@ -1,0 +1,202 @@
+// Dense weights from a Hugging Face checkpoint (hub tensor names, doc §2-§5).
+#include <cstring>
+
+#include "submoe/model/model_weights.h"
+
+namespace submoe::model {
+namespace {
+
+std::string shape_of(std::initializer_list<int64_t> dims) {
+  std::string s = "[";
+  bool first = true;
+  for (int64_t d : dims) {
+    if (!first) s += ", ";
+    s += std::to_string(d);
+    first = false;
+  }
+  return s + "]";
+}
+
+class TensorSource {
+ public:
+  explicit TensorSource(const io::SafetensorsModel& m) : m_(m) {}
+
+  Result<const io::TensorView*> get(const std::string& name, std::initializer_list<int64_t> dims) const {
+    const io::TensorView* t = m_.find(name);
+    if (!t) return not_found("checkpoint has no tensor '" + name + "'");
+    if (!std::equal(t->shape.begin(), t->shape.end(), dims.begin(), dims.end()))
+      return invalid_argument("tensor '" + name + "' has shape " + t->shape_string() + ", the config implies " +
+                              shape_of(dims));
+    return t;
+  }
+  bool has(const std::string& name) const { return m_.find(name) != nullptr; }
+
+  Result<std::unique_ptr<LinearOp>> linear(const std::string& name, int64_t out, int64_t in) const {
+    SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {out, in}));
+    return make_dense_linear(*t);
+  }
+  Result<std::vector<float>> vector(const std::string& name, int64_t n) const {
+    SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {n}));
+    return io::to_f32(*t);
+  }
+  // A bias that the config says exists, or nothing.
+  Result<std::vector<float>> optional_vector(bool present, const std::string& name, int64_t n) const {
+    if (!present) return std::vector<float>();
+    return vector(name, n);
+  }
+
+ private:
+  const io::SafetensorsModel& m_;
+};
+
+Result<SwiGluWeights> load_swiglu(const TensorSource& src, const std::string& prefix, int64_t hidden,
+                                  int64_t inner) {
+  SwiGluWeights w;
+  SUBMOE_ASSIGN_OR_RETURN(w.gate, src.linear(prefix + ".gate_proj.weight", inner, hidden));
+  SUBMOE_ASSIGN_OR_RETURN(w.up, src.linear(prefix + ".up_proj.weight", inner, hidden));
+  SUBMOE_ASSIGN_OR_RETURN(w.down, src.linear(prefix + ".down_proj.weight", hidden, inner));
+  return w;
+}
+
+// Rows [row0, row0 + rows) of matrix `index` of a 3-D tensor, as a 2-D view.
+io::TensorView slice_view(const io::TensorView& t, int64_t index, int64_t row0, int64_t rows) {
+  io::TensorView v = t;
+  const int64_t cols = t.shape[2];
+  const uint64_t elem = io::dtype_size(t.dtype);
+  const uint64_t offset = static_cast<uint64_t>((index * t.shape[1] + row0) * cols) * elem;
+  v.name = t.name + "[" + std::to_string(index) + "][" + std::to_string(row0) + ":" + std::to_string(row0 + rows) + "]";
+  v.shape = {rows, cols};
+  v.data = t.data + offset;
+  v.nbytes = static_cast<uint64_t>(rows * cols) * elem;
+  v.file_offset = t.file_offset + offset;
+  return v;
+}
+
+// Experts of one sparse layer: hub per-expert names, else v5 fused tensors
+// (gate_up_proj [E, 2I, H] = per expert [gate; up] stacked, down_proj [E, H, I]).
+Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const TensorSource& src,
+                                                                       const io::MoeModelConfig& c,
+                                                                       const ArchitectureAdapter& arch, int layer) {
+  const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size;
+  std::vector<ResidentExpertProvider::Expert> experts(static_cast<size_t>(E));
+  const std::string first = expert_tensor_name(arch, layer, 0, ExpertProjection::kGate);
+  if (src.has(first)) {
+    for (int e = 0; e < E; ++e) {
+      auto& x = experts[static_cast<size_t>(e)];
+      SUBMOE_ASSIGN_OR_RETURN(x.gate, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kGate), I, H));
+      SUBMOE_ASSIGN_OR_RETURN(x.up, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kUp), I, H));
+      SUBMOE_ASSIGN_OR_RETURN(x.down, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kDown), H, I));
+    }
+    return experts;
+  }
+  // v5 in-memory names (save_pretrained(save_original_format=False)); Mixtral's
+  // module is "mlp" there rather than "block_sparse_moe".
+  for (const std::string& block :
+       {sparse_block_prefix(arch, layer), "model.layers." + std::to_string(layer) + ".mlp"}) {
+    if (!src.has(block + ".experts.gate_up_proj")) continue;
+    SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gu, src.get(block + ".experts.gate_up_proj", {E, 2 * I, H}));
+    SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dn, src.get(block + ".experts.down_proj", {E, H, I}));
+    for (int e = 0; e < E; ++e) {
+      auto& x = experts[static_cast<size_t>(e)];
+      SUBMOE_ASSIGN_OR_RETURN(x.gate, make_dense_linear(slice_view(*gu, e, 0, I)));
+      SUBMOE_ASSIGN_OR_RETURN(x.up, make_dense_linear(slice_view(*gu, e, I, I)));
+      SUBMOE_ASSIGN_OR_RETURN(x.down, make_dense_linear(slice_view(*dn, e, 0, H)));
+    }
+    return experts;
+  }
+  return not_found("checkpoint has no tensor '" + first + "' (nor fused " + sparse_block_prefix(arch, layer) +
+                   ".experts.gate_up_proj)");
+}
+
+Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const ArchitectureAdapter& arch, int layer,
+                  LayerWeights* L, std::vector<ResidentExpertProvider::Expert>* experts) {
+  const int64_t H = c.hidden_size, D = c.head_dim, nH = c.num_attention_heads, nKV = c.num_key_value_heads;
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  SUBMOE_ASSIGN_OR_RETURN(L->input_norm, src.vector(p + "input_layernorm.weight", H));
+  SUBMOE_ASSIGN_OR_RETURN(L->post_attention_norm, src.vector(p + "post_attention_layernorm.weight", H));
+  const std::string a = p + "self_attn.";
+  SUBMOE_ASSIGN_OR_RETURN(L->q, src.linear(a + "q_proj.weight", nH * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->k, src.linear(a + "k_proj.weight", nKV * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->v, src.linear(a + "v_proj.weight", nKV * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->o, src.linear(a + "o_proj.weight", H, nH * D));
+  SUBMOE_ASSIGN_OR_RETURN(L->q_bias, src.optional_vector(c.qkv_bias, a + "q_proj.bias", nH * D));
+  SUBMOE_ASSIGN_OR_RETURN(L->k_bias, src.optional_vector(c.qkv_bias, a + "k_proj.bias", nKV * D));
+  SUBMOE_ASSIGN_OR_RETURN(L->v_bias, src.optional_vector(c.qkv_bias, a + "v_proj.bias", nKV * D));
+  SUBMOE_ASSIGN_OR_RETURN(L->o_bias, src.optional_vector(c.o_proj_bias, a + "o_proj.bias", H));
+  if (c.qk_norm == io::QkNorm::kPerHead) {
+    SUBMOE_ASSIGN_OR_RETURN(L->q_norm, src.vector(a + "q_norm.weight", D));
+    SUBMOE_ASSIGN_OR_RETURN(L->k_norm, src.vector(a + "k_norm.weight", D));
+  } else if (c.qk_norm == io::QkNorm::kWholeProjection) {
+    SUBMOE_ASSIGN_OR_RETURN(L->q_norm, src.vector(a + "q_norm.weight", nH * D));
+    SUBMOE_ASSIGN_OR_RETURN(L->k_norm, src.vector(a + "k_norm.weight", nKV * D));
+  }
+  L->sparse = c.is_moe_layer(layer);
+  if (!L->sparse) {
+    SUBMOE_ASSIGN_OR_RETURN(L->mlp, load_swiglu(src, p + "mlp", H, c.intermediate_size));
+    return Status::ok();
+  }
+  const std::string block = sparse_block_prefix(arch, layer);
+  // v5 in-memory naming of Mixtral's router ("mlp.gate") when experts are fused.
+  std::string router = block + ".gate.weight";
+  if (!src.has(router) && src.has(p + "mlp.gate.weight")) router = p + "mlp.gate.weight";
+  SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, c.num_experts, H));
+  if (arch.has_shared_expert) {
+    SUBMOE_ASSIGN_OR_RETURN(L->shared_expert,
+                            load_swiglu(src, block + ".shared_expert", H, c.shared_expert_intermediate_size));
+    SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate, src.linear(block + ".shared_expert_gate.weight", 1, H));
+  }
+  SUBMOE_ASSIGN_OR_RETURN(*experts, load_layer_experts(src, c, arch, layer));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<EmbeddingTable> EmbeddingTable::from_tensor(const io::TensorView& t) {
+  if (t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)
+    return invalid_argument("tensor '" + t.name + "': an embedding must be 2-D [vocab, hidden], got " +
+                            t.shape_string());
+  if (t.dtype != io::DType::kBF16 && t.dtype != io::DType::kF16 && t.dtype != io::DType::kF32)
+    return invalid_argument("tensor '" + t.name + "': embedding dtype " + std::string(io::dtype_name(t.dtype)) +
+                            " is not BF16, F16 or F32");
+  EmbeddingTable e;
+  e.tensor_ = t;
+  e.rows_ = static_cast<size_t>(t.shape[0]);
+  e.cols_ = static_cast<size_t>(t.shape[1]);
+  e.row_bytes_ = e.cols_ * io::dtype_size(t.dtype);
+  return e;
+}
+
+void EmbeddingTable::lookup(size_t id, float* out) const {
+  io::TensorView row = tensor_;
+  row.shape = {static_cast<int64_t>(cols_)};
+  row.data = tensor_.data + id * row_bytes_;
+  row.nbytes = row_bytes_;
+  // Cannot fail: dtype and size were checked in from_tensor.
+  (void)io::read_as_f32(row, {out, cols_});
+}
+
+Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arch,
+                                             std::shared_ptr<const io::SafetensorsModel> tensors) {
+  SUBMOE_RETURN_IF_ERROR(arch.check_config(c));
+  const TensorSource src(*tensors);
+  const int64_t V = c.vocab_size, H = c.hidden_size;
+  ModelWeights w;
+  SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* embed, src.get("model.embed_tokens.weight", {V, H}));
+  SUBMOE_ASSIGN_OR_RETURN(w.embed, EmbeddingTable::from_tensor(*embed));
+  SUBMOE_ASSIGN_OR_RETURN(w.final_norm, src.vector("model.norm.weight", H));
+  if (c.tie_word_embeddings) {
+    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed));
+  } else {
+    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", V, H));
+  }
+  const size_t L = static_cast<size_t>(c.num_hidden_layers);
+  w.layers.resize(L);
+  std::vector<std::vector<ResidentExpertProvider::Expert>> experts(L);
+  for (size_t l = 0; l < L; ++l)
+    SUBMOE_RETURN_IF_ERROR(load_layer(src, c, arch, static_cast<int>(l), &w.layers[l], &experts[l]));
+  w.experts = std::make_unique<ResidentExpertProvider>(std::move(experts));
+  w.storage = std::move(tensors);
+  return w;
+}
+
+}  // namespace submoe::model

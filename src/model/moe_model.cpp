@@ -1,0 +1,142 @@
+#include "submoe/model/moe_model.h"
+
+#include <cmath>
+
+namespace submoe::model {
+
+Status ResidentExpertProvider::begin_layer(int layer, std::span<const int> experts) {
+  if (layer < 0 || static_cast<size_t>(layer) >= experts_.size())
+    return invalid_argument("expert provider: layer " + std::to_string(layer) + " out of range");
+  const auto& row = experts_[static_cast<size_t>(layer)];
+  for (int e : experts)
+    if (e < 0 || static_cast<size_t>(e) >= row.size())
+      return invalid_argument("expert provider: layer " + std::to_string(layer) + " has no expert " +
+                              std::to_string(e));
+  return Status::ok();
+}
+
+Result<RopeParams> rope_params_from_config(const io::MoeModelConfig& c) {
+  RopeParams p;
+  p.type = std::string(io::rope_type_name(c.rope_scaling.type));
+  p.theta = c.rope_theta;
+  p.dim = static_cast<int>(c.head_dim);
+  p.max_position_embeddings = static_cast<int>(c.max_position_embeddings);
+  const io::RopeScaling& r = c.rope_scaling;
+  p.factor = r.factor;
+  if (r.original_max_position_embeddings) p.original_max_position_embeddings = static_cast<int>(*r.original_max_position_embeddings);
+  p.low_freq_factor = r.low_freq_factor;
+  p.high_freq_factor = r.high_freq_factor;
+  p.beta_fast = r.beta_fast;
+  p.beta_slow = r.beta_slow;
+  p.attention_factor = r.attention_factor;
+  p.mscale = r.mscale;
+  p.mscale_all_dim = r.mscale_all_dim;
+  p.truncate = r.truncate;
+  if (r.type == io::RopeType::kYarn && !r.factor_given && p.original_max_position_embeddings > 0) {
+    // Doc §1.3: without an explicit factor, both v4 and v5 derive it from the
+    // context extension (with one, v4.5x and v5 disagree; we follow v5).
+    p.factor = static_cast<double>(c.max_position_embeddings) / p.original_max_position_embeddings;
+  }
+  if (r.type == io::RopeType::kDynamic)
+    return unsupported("rope: dynamic NTK scaling is not supported (its frequencies depend on the sequence length)");
+  return p;
+}
+
+namespace {
+
+Status check_linear(const LinearOp* op, size_t out, size_t in, const std::string& what) {
+  if (op == nullptr) return invalid_argument("weights: " + what + " is missing");
+  if (op->out_features() != out || op->in_features() != in)
+    return invalid_argument("weights: " + what + " is [" + std::to_string(op->out_features()) + ", " +
+                            std::to_string(op->in_features()) + "], the config implies [" + std::to_string(out) +
+                            ", " + std::to_string(in) + "]");
+  return Status::ok();
+}
+
+Status check_vector(const std::vector<float>& v, size_t n, bool required, const std::string& what) {
+  if (v.empty() && !required) return Status::ok();
+  if (v.size() != n)
+    return invalid_argument("weights: " + what + " has " + std::to_string(v.size()) + " elements, expected " +
+                            std::to_string(n));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arch, const ModelWeights& w) {
+  const size_t V = static_cast<size_t>(c.vocab_size), H = static_cast<size_t>(c.hidden_size);
+  const size_t D = static_cast<size_t>(c.head_dim);
+  const size_t qw = static_cast<size_t>(c.num_attention_heads) * D, kw = static_cast<size_t>(c.num_key_value_heads) * D;
+  if (w.embed.rows() != V || w.embed.cols() != H) return invalid_argument("weights: embedding shape does not match the config");
+  SUBMOE_RETURN_IF_ERROR(check_linear(w.lm_head.get(), V, H, "lm_head"));
+  SUBMOE_RETURN_IF_ERROR(check_vector(w.final_norm, H, true, "model.norm"));
+  if (w.layers.size() != static_cast<size_t>(c.num_hidden_layers))
+    return invalid_argument("weights: " + std::to_string(w.layers.size()) + " layers, config has " +
+                            std::to_string(c.num_hidden_layers));
+  if (!w.experts) return invalid_argument("weights: no expert provider");
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "layer " + std::to_string(l) + " ";
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.input_norm, H, true, p + "input_layernorm"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.post_attention_norm, H, true, p + "post_attention_layernorm"));
+    SUBMOE_RETURN_IF_ERROR(check_linear(L.q.get(), qw, H, p + "q_proj"));
+    SUBMOE_RETURN_IF_ERROR(check_linear(L.k.get(), kw, H, p + "k_proj"));
+    SUBMOE_RETURN_IF_ERROR(check_linear(L.v.get(), kw, H, p + "v_proj"));
+    SUBMOE_RETURN_IF_ERROR(check_linear(L.o.get(), H, qw, p + "o_proj"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.q_bias, qw, c.qkv_bias, p + "q_proj.bias"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.k_bias, kw, c.qkv_bias, p + "k_proj.bias"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.v_bias, kw, c.qkv_bias, p + "v_proj.bias"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.o_bias, H, c.o_proj_bias, p + "o_proj.bias"));
+    const bool per_head = c.qk_norm == io::QkNorm::kPerHead, norm = c.qk_norm != io::QkNorm::kNone;
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.q_norm, per_head ? D : qw, norm, p + "q_norm"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.k_norm, per_head ? D : kw, norm, p + "k_norm"));
+    if (L.sparse != c.is_moe_layer(static_cast<int>(l)))
+      return invalid_argument("weights: " + p + "sparse flag disagrees with the config");
+    if (!L.sparse) {
+      const size_t I = static_cast<size_t>(c.intermediate_size);
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.mlp.gate.get(), I, H, p + "mlp.gate_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.mlp.up.get(), I, H, p + "mlp.up_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.mlp.down.get(), H, I, p + "mlp.down_proj"));
+      continue;
+    }
+    SUBMOE_RETURN_IF_ERROR(check_linear(L.router.get(), static_cast<size_t>(c.num_experts), H, p + "router"));
+    if (arch.has_shared_expert) {
+      const size_t I = static_cast<size_t>(c.shared_expert_intermediate_size);
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.gate.get(), I, H, p + "shared_expert.gate_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.up.get(), I, H, p + "shared_expert.up_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.down.get(), H, I, p + "shared_expert.down_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert_gate.get(), 1, H, p + "shared_expert_gate"));
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, ModelWeights weights) {
+  const ArchitectureAdapter& arch = adapter_for(config.architecture);
+  SUBMOE_RETURN_IF_ERROR(arch.check_config(config));
+  SUBMOE_RETURN_IF_ERROR(check_weights(config, arch, weights));
+  SUBMOE_ASSIGN_OR_RETURN(RopeParams rp, rope_params_from_config(config));
+  SUBMOE_ASSIGN_OR_RETURN(Rope rope, Rope::create(rp));
+  std::unique_ptr<MoeModel> m(new MoeModel());
+  m->arch_ = &arch;
+  m->rope_ = std::move(rope);
+  for (int l = 0; l < config.num_hidden_layers; ++l) {
+    const std::optional<int64_t> w = config.sliding_window_for_layer(l);
+    if (w && *w <= 0) return invalid_argument("config: sliding_window must be positive");
+    m->windows_.push_back(w ? static_cast<size_t>(*w) : 0);
+  }
+  m->config_ = std::move(config);
+  m->weights_ = std::move(weights);
+  return m;
+}
+
+Result<std::unique_ptr<MoeModel>> MoeModel::load(const std::string& directory) {
+  SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig config, io::load_hf_config(directory));
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(directory));
+  std::shared_ptr<const io::SafetensorsModel> tensors(std::move(st));
+  SUBMOE_ASSIGN_OR_RETURN(ModelWeights weights,
+                          load_checkpoint_weights(config, adapter_for(config.architecture), std::move(tensors)));
+  return create(std::move(config), std::move(weights));
+}
+
+}  // namespace submoe::model

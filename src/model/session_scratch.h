@@ -1,0 +1,31 @@
+// Buffers a Session reuses across forward calls (grown, never shrunk).
+#pragma once
+
+#include <vector>
+
+#include "submoe/model/moe_model.h"
+
+namespace submoe::model {
+
+struct Session::Scratch {
+  std::vector<float> h;      // [T, H] residual stream
+  std::vector<float> x;      // [T, H] normalised input of a block
+  std::vector<float> block;  // [T, H] block output
+  std::vector<float> q, k, v, attn;  // [T, nH*D], [T, nKV*D] x2, [T, nH*D]
+  std::vector<float> cos, sin;       // [T, D/2]
+  std::vector<float> router_logits;  // [T, E]
+  Routing routing;
+  ExpertGroups groups;
+  std::vector<int> active;           // experts with tokens, ascending
+  std::vector<float> expert_out;     // [T*k, H] expert outputs in group order
+  std::vector<float> shared_out;     // [T, H]
+  std::vector<float> gate_scalar;    // [T]
+  std::vector<float> final_x;        // [rows, H] for the lm_head
+  struct PerThread {
+    std::vector<float> scores;            // attention probabilities
+    std::vector<float> xg, g, u;          // gathered expert input, gate, up
+  };
+  std::vector<PerThread> threads;
+};
+
+}  // namespace submoe::model

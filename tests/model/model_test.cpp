@@ -1,0 +1,242 @@
+// The forward pass against a float64 reference on random tiny checkpoints of each
+// architecture, KV-cache decode against full prefill, threads, and error paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "submoe/core/thread_pool.h"
+#include "submoe/model/moe_model.h"
+#include "tiny_checkpoint.h"
+
+namespace submoe::model {
+namespace {
+
+using testing::ReferenceOutput;
+using testing::TinyCheckpoint;
+using testing::TinySpec;
+
+struct Case {
+  std::string name;
+  TinySpec spec;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  {
+    TinySpec s;  // Mixtral: head_dim != H/nH, GQA, sliding window 5, linear rope
+    s.model_type = "mixtral";
+    s.sliding_window = 5;
+    s.rope_linear_factor = 2.0;
+    c.push_back({"mixtral_window", s});
+  }
+  {
+    TinySpec s;
+    s.model_type = "qwen2_moe";
+    s.head_dim = 6;  // = hidden / heads
+    s.layers = 3;
+    s.shared_inner = 12;
+    s.norm_topk_prob = false;
+    s.mlp_only_layers = {1};
+    s.sliding_window = 4;
+    s.max_window_layers = 2;  // only layer 2 slides
+    s.seed = 2;
+    c.push_back({"qwen2_moe_shared_dense_window", s});
+  }
+  {
+    TinySpec s;
+    s.model_type = "qwen3_moe";
+    s.head_dim = 8;
+    s.attention_bias = true;
+    s.tie_word_embeddings = true;
+    s.top_k = 3;
+    s.rms_norm_eps = 1e-6;
+    s.seed = 3;
+    c.push_back({"qwen3_moe_bias_tied_top3", s});
+  }
+  {
+    TinySpec s;
+    s.model_type = "olmoe";
+    s.head_dim = 6;
+    s.kv_heads = 4;
+    s.clip_qkv = 0.6;
+    s.norm_topk_prob = false;
+    s.seed = 4;
+    c.push_back({"olmoe_clip", s});
+  }
+  {
+    TinySpec s;
+    s.model_type = "qwen3_moe";
+    s.head_dim = 8;
+    s.bf16 = true;
+    s.fused_experts = true;
+    s.seed = 5;
+    c.push_back({"qwen3_moe_bf16_fused", s});
+  }
+  {
+    TinySpec s;
+    s.model_type = "mixtral";
+    s.fused_experts = true;
+    s.bf16 = true;
+    s.seed = 6;
+    c.push_back({"mixtral_bf16_fused", s});
+  }
+  return c;
+}
+
+std::vector<int32_t> token_ids(size_t n, int vocab, uint32_t seed) {
+  std::vector<int32_t> ids(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return ids;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+class ModelVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelVsReference, PrefillLogitsAndExpertsMatchFloat64Reference) {
+  const Case& c = GetParam();
+  auto ck = testing::write_tiny_checkpoint(c.spec);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  auto model = MoeModel::load(ck->dir);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const auto ids = token_ids(13, c.spec.vocab, c.spec.seed);
+  const ReferenceOutput ref = testing::reference_forward(c.spec, *ck, ids);
+  const double scale = max_abs(ref.logits);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    Session session(**model, &pool);
+    std::map<int, std::vector<std::vector<int>>> seen;
+    session.set_routing_observer([&](int layer, size_t, const Routing& r) {
+      for (size_t t = 0; t < r.num_tokens; ++t)
+        seen[layer].push_back(std::vector<int>(r.experts.begin() + static_cast<ptrdiff_t>(t * r.k),
+                                               r.experts.begin() + static_cast<ptrdiff_t>((t + 1) * r.k)));
+    });
+    std::vector<float> logits;
+    ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
+    ASSERT_EQ(logits.size(), ref.logits.size());
+    double worst = 0;
+    for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::abs(logits[i] - ref.logits[i]));
+    // f32 activations against float64: relative error ~1e-6 per op over a few
+    // dozen ops; 1e-4 of the logit scale leaves room, 1e-3 is the HF-parity bar.
+    EXPECT_LE(worst, 1e-4 * scale) << c.name << " threads " << threads;
+    EXPECT_EQ(seen, ref.experts) << c.name << " threads " << threads;
+    EXPECT_EQ(session.length(), ids.size());
+  }
+}
+
+TEST_P(ModelVsReference, DecodeWithKvCacheEqualsFullPrefill) {
+  const Case& c = GetParam();
+  auto ck = testing::write_tiny_checkpoint(c.spec);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  auto model = MoeModel::load(ck->dir);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const auto ids = token_ids(17, c.spec.vocab, c.spec.seed + 100);
+  ThreadPool pool(2);
+  Session full(**model, &pool);
+  std::vector<float> all;
+  ASSERT_TRUE(full.forward(ids, LogitsMode::kAll, &all).is_ok());
+  double scale = 0;
+  for (float x : all) scale = std::max(scale, static_cast<double>(std::abs(x)));
+  const size_t V = static_cast<size_t>(c.spec.vocab);
+
+  // Prefill 6 tokens, then 3 tokens at once, then one at a time (grows the cache
+  // from a small reservation too).
+  Session s(**model, &pool);
+  s.reserve(2);
+  std::vector<float> out;
+  size_t pos = 0;
+  auto step = [&](size_t n) {
+    ASSERT_TRUE(s.forward(std::span<const int32_t>(ids).subspan(pos, n), LogitsMode::kAll, &out).is_ok());
+    ASSERT_EQ(out.size(), n * V);
+    for (size_t i = 0; i < n * V; ++i)
+      ASSERT_NEAR(out[i], all[pos * V + i], 2e-5 * scale) << c.name << " position " << pos + i / V;
+    pos += n;
+  };
+  step(6);
+  step(3);
+  while (pos < ids.size()) step(1);
+  EXPECT_EQ(s.length(), ids.size());
+
+  // kLast returns the last row only; reset starts over.
+  s.reset();
+  ASSERT_TRUE(s.forward(std::span<const int32_t>(ids).subspan(0, 5), LogitsMode::kLast, &out).is_ok());
+  ASSERT_EQ(out.size(), V);
+  for (size_t i = 0; i < V; ++i) EXPECT_NEAR(out[i], all[4 * V + i], 2e-5 * scale);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ModelVsReference, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+TEST(Model, RejectsOutOfRangeTokensWithoutTouchingTheCache) {
+  TinySpec spec;
+  auto ck = testing::write_tiny_checkpoint(spec);
+  ASSERT_TRUE(ck.is_ok());
+  auto model = MoeModel::load(ck->dir);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  Session s(**model, nullptr);
+  std::vector<float> out;
+  const std::vector<int32_t> ok = {1, 2, 3};
+  ASSERT_TRUE(s.forward(ok, LogitsMode::kLast, &out).is_ok());
+  for (int32_t bad : {-1, spec.vocab, 1 << 30}) {
+    const std::vector<int32_t> ids = {4, bad};
+    Status st = s.forward(ids, LogitsMode::kLast, &out);
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(s.length(), 3u);
+  }
+}
+
+TEST(Model, MissingOrMisshapedTensorIsAnErrorNamingIt) {
+  TinySpec spec;
+  auto ck = testing::write_tiny_checkpoint(spec);
+  ASSERT_TRUE(ck.is_ok());
+  // Re-write the checkpoint without one expert tensor, then with a wrong shape.
+  auto st = io::SafetensorsModel::open(ck->dir);
+  ASSERT_TRUE(st.is_ok());
+  const std::string victim = "model.layers.1.block_sparse_moe.experts.3.w2.weight";
+  for (int variant = 0; variant < 2; ++variant) {
+    io::SafetensorsWriter w;
+    for (const io::TensorView* t : (*st)->tensors()) {
+      if (t->name == victim) {
+        if (variant == 0) continue;
+        std::vector<float> z(static_cast<size_t>(t->numel()), 0.0f);
+        ASSERT_TRUE(w.add_f32(t->name, {t->shape[1], t->shape[0]}, z).is_ok());
+        continue;
+      }
+      ASSERT_TRUE(w.add(t->name, t->dtype, t->shape, t->bytes()).is_ok());
+    }
+    const std::string dir = ck->dir + "/broken" + std::to_string(variant);
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(ck->dir + "/config.json", dir + "/config.json");
+    ASSERT_TRUE(w.write(dir + "/model.safetensors").is_ok());
+    auto m = MoeModel::load(dir);
+    ASSERT_FALSE(m.is_ok());
+    EXPECT_EQ(m.status().code(), variant == 0 ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(victim), std::string::npos) << m.status().to_string();
+  }
+}
+
+TEST(Model, ConfigThatContradictsTheArchitectureIsRejected) {
+  TinySpec spec;
+  spec.model_type = "qwen2_moe";
+  spec.head_dim = 6;
+  spec.shared_inner = 0;  // qwen2_moe without a shared expert is not a Qwen2-MoE
+  auto ck = testing::write_tiny_checkpoint(spec);
+  ASSERT_TRUE(ck.is_ok());
+  auto m = MoeModel::load(ck->dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("shared"), std::string::npos) << m.status().to_string();
+}
+
+}  // namespace
+}  // namespace submoe::model
