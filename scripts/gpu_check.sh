@@ -19,6 +19,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# A GPU machine without cmake/ninja packages can be handed the PyPI builds in
+# .gpu-tools/ (pip install --target .gpu-tools cmake ninja; not committed).
+[ -x "$ROOT/.gpu-tools/cmake/data/bin/cmake" ] && export PATH="$ROOT/.gpu-tools/cmake/data/bin:$ROOT/.gpu-tools/bin:$PATH"
 BUILD=${SUBMOE_GPU_BUILD_DIR:-build-gpu}
 RESULTS=${OUT:-$ROOT/$BUILD/gpu_check}
 mkdir -p "$RESULTS"
@@ -94,6 +97,10 @@ declare -A NEED=(
 )
 missing=()
 for pkg in "${!NEED[@]}"; do
+  case "$pkg" in
+    cmake) command -v cmake >/dev/null && continue ;;
+    ninja-build) command -v ninja >/dev/null && continue ;;
+  esac
   if [ ! -e "${NEED[$pkg]}" ] && ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

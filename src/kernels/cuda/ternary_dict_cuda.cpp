@@ -173,6 +173,8 @@ cudaStream_t native(Stream s) { return reinterpret_cast<cudaStream_t>(s); }
 Status launch(const DeviceTernaryMatrix& w, const void* x, float* y, const LaunchPlan& plan, Activation activation,
               Stream stream) {
   SUBMOE_RETURN_IF_ERROR(check_launch_plan(plan, w.rows(), w.cols(), activation));
+  // Checked before the empty-matrix shortcut: a default-constructed matrix has 0 rows.
+  if (w.device_view().dict == nullptr) return invalid_argument("matrix has not been uploaded");
   if (w.rows() == 0) return Status::ok();
   if (y == nullptr) return invalid_argument("y is null");
   if (x == nullptr && w.cols() > 0) return invalid_argument("x is null");
