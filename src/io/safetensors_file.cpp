@@ -200,4 +200,14 @@ const TensorView* SafetensorsFile::find(std::string_view name) const {
   return it == by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
+void release_pages(const TensorView& tensor) {
+  if (tensor.data == nullptr || tensor.nbytes == 0) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(tensor.data);
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + tensor.nbytes) / page * page;
+  // Only whole pages: a neighbour's bytes sharing an edge page stay resident.
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace submoe::io

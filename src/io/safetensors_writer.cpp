@@ -94,6 +94,17 @@ Status SafetensorsWriter::add_generated(std::string name, DType dtype, std::vect
   return Status::ok();
 }
 
+Status SafetensorsWriter::add_generated_chunked(std::string name, DType dtype, std::vector<int64_t> shape,
+                                                ChunkFillFn fill) {
+  if (!fill) return invalid_argument("tensor '" + name + "': no fill function");
+  uint64_t nbytes = 0;
+  SUBMOE_RETURN_IF_ERROR(check_new(name, dtype, shape, &nbytes));
+  Entry e{name, dtype, std::move(shape), nbytes, {}, {}, nullptr, std::move(fill)};
+  names_.emplace(std::move(name), entries_.size());
+  entries_.push_back(std::move(e));
+  return Status::ok();
+}
+
 Status SafetensorsWriter::add_f32(std::string name, std::vector<int64_t> shape, std::span<const float> data) {
   return add(std::move(name), DType::kF32, std::move(shape),
              std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), data.size_bytes()));
@@ -158,6 +169,16 @@ Status SafetensorsWriter::write(const std::string& path, const Options& options)
       Status s = e.fill(std::span<uint8_t>(scratch));
       if (!s.is_ok()) return s.with_context(path + ": tensor '" + e.name + "'");
       SUBMOE_RETURN_IF_ERROR(out->write(std::span<const uint8_t>(scratch)));
+    } else if (e.chunk_fill) {
+      const uint64_t esize = dtype_size(e.dtype);
+      const uint64_t chunk = std::max(esize, kFillChunkBytes / esize * esize);
+      for (uint64_t at = 0; at < e.nbytes; at += chunk) {
+        const uint64_t n = std::min(chunk, e.nbytes - at);
+        scratch.assign(n, 0);
+        Status s = e.chunk_fill(at, std::span<uint8_t>(scratch));
+        if (!s.is_ok()) return s.with_context(path + ": tensor '" + e.name + "'");
+        SUBMOE_RETURN_IF_ERROR(out->write(std::span<const uint8_t>(scratch)));
+      }
     } else if (!e.owned.empty()) {
       SUBMOE_RETURN_IF_ERROR(out->write(std::span<const uint8_t>(e.owned)));
     } else {

@@ -74,20 +74,25 @@ io::TensorView slice_view(const io::TensorView& t, int64_t index, int64_t row0, 
 
 // Experts of one sparse layer: hub per-expert names, else v5 fused tensors
 // (gate_up_proj [E, 2I, H] = per expert [gate; up] stacked, down_proj [E, H, I]).
-Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const TensorSource& src,
-                                                                       const io::MoeModelConfig& c,
-                                                                       const ArchitectureAdapter& arch, int layer) {
+Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeModelConfig& c,
+                                        const ArchitectureAdapter& arch, int layer) {
   const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size;
-  std::vector<ResidentExpertProvider::Expert> experts(static_cast<size_t>(E));
+  LayerExpertWeights out;
+  out.experts.resize(static_cast<size_t>(E));
   const std::string first = expert_tensor_name(arch, layer, 0, ExpertProjection::kGate);
   if (src.has(first)) {
     for (int e = 0; e < E; ++e) {
-      auto& x = experts[static_cast<size_t>(e)];
-      SUBMOE_ASSIGN_OR_RETURN(x.gate, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kGate), I, H));
-      SUBMOE_ASSIGN_OR_RETURN(x.up, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kUp), I, H));
-      SUBMOE_ASSIGN_OR_RETURN(x.down, src.linear(expert_tensor_name(arch, layer, e, ExpertProjection::kDown), H, I));
+      auto& x = out.experts[static_cast<size_t>(e)];
+      const std::string g = expert_tensor_name(arch, layer, e, ExpertProjection::kGate);
+      const std::string u = expert_tensor_name(arch, layer, e, ExpertProjection::kUp);
+      const std::string d = expert_tensor_name(arch, layer, e, ExpertProjection::kDown);
+      SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gv, src.get(g, {I, H}));
+      SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* uv, src.get(u, {I, H}));
+      SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dv, src.get(d, {H, I}));
+      x = {*gv, *uv, *dv};
+      out.tensor_names.insert(out.tensor_names.end(), {g, u, d});
     }
-    return experts;
+    return out;
   }
   // v5 in-memory names (save_pretrained(save_original_format=False)); Mixtral's
   // module is "mlp" there rather than "block_sparse_moe".
@@ -96,16 +101,26 @@ Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const Ten
     if (!src.has(block + ".experts.gate_up_proj")) continue;
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gu, src.get(block + ".experts.gate_up_proj", {E, 2 * I, H}));
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dn, src.get(block + ".experts.down_proj", {E, H, I}));
-    for (int e = 0; e < E; ++e) {
-      auto& x = experts[static_cast<size_t>(e)];
-      SUBMOE_ASSIGN_OR_RETURN(x.gate, make_dense_linear(slice_view(*gu, e, 0, I)));
-      SUBMOE_ASSIGN_OR_RETURN(x.up, make_dense_linear(slice_view(*gu, e, I, I)));
-      SUBMOE_ASSIGN_OR_RETURN(x.down, make_dense_linear(slice_view(*dn, e, 0, H)));
-    }
-    return experts;
+    for (int e = 0; e < E; ++e)
+      out.experts[static_cast<size_t>(e)] = {slice_view(*gu, e, 0, I), slice_view(*gu, e, I, I), slice_view(*dn, e, 0, H)};
+    out.tensor_names = {gu->name, dn->name};
+    return out;
   }
   return not_found("checkpoint has no tensor '" + first + "' (nor fused " + sparse_block_prefix(arch, layer) +
                    ".experts.gate_up_proj)");
+}
+
+Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const TensorSource& src,
+                                                                       const io::MoeModelConfig& c,
+                                                                       const ArchitectureAdapter& arch, int layer) {
+  SUBMOE_ASSIGN_OR_RETURN(LayerExpertWeights found, find_experts(src, c, arch, layer));
+  std::vector<ResidentExpertProvider::Expert> experts(found.experts.size());
+  for (size_t e = 0; e < experts.size(); ++e) {
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].gate, make_dense_linear(found.experts[e].gate));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].up, make_dense_linear(found.experts[e].up));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].down, make_dense_linear(found.experts[e].down));
+  }
+  return experts;
 }
 
 Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const ArchitectureAdapter& arch, int layer,
@@ -145,7 +160,9 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
                             load_swiglu(src, block + ".shared_expert", H, c.shared_expert_intermediate_size));
     SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate, src.linear(block + ".shared_expert_gate.weight", 1, H));
   }
-  SUBMOE_ASSIGN_OR_RETURN(*experts, load_layer_experts(src, c, arch, layer));
+  if (experts) {
+    SUBMOE_ASSIGN_OR_RETURN(*experts, load_layer_experts(src, c, arch, layer));
+  }
   return Status::ok();
 }
 
@@ -175,8 +192,17 @@ void EmbeddingTable::lookup(size_t id, float* out) const {
   (void)io::read_as_f32(row, {out, cols_});
 }
 
+Result<LayerExpertWeights> find_layer_expert_weights(const io::SafetensorsModel& tensors,
+                                                     const io::MoeModelConfig& config,
+                                                     const ArchitectureAdapter& arch, int layer) {
+  if (layer < 0 || layer >= config.num_hidden_layers || !config.is_moe_layer(layer))
+    return invalid_argument("layer " + std::to_string(layer) + " is not a sparse (routed-expert) layer");
+  return find_experts(TensorSource(tensors), config, arch, layer);
+}
+
 Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arch,
-                                             std::shared_ptr<const io::SafetensorsModel> tensors) {
+                                             std::shared_ptr<const io::SafetensorsModel> tensors,
+                                             const LoadWeightsOptions& options) {
   SUBMOE_RETURN_IF_ERROR(arch.check_config(c));
   const TensorSource src(*tensors);
   const int64_t V = c.vocab_size, H = c.hidden_size;
@@ -193,8 +219,9 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
   w.layers.resize(L);
   std::vector<std::vector<ResidentExpertProvider::Expert>> experts(L);
   for (size_t l = 0; l < L; ++l)
-    SUBMOE_RETURN_IF_ERROR(load_layer(src, c, arch, static_cast<int>(l), &w.layers[l], &experts[l]));
-  w.experts = std::make_unique<ResidentExpertProvider>(std::move(experts));
+    SUBMOE_RETURN_IF_ERROR(load_layer(src, c, arch, static_cast<int>(l), &w.layers[l],
+                                      options.skip_routed_experts ? nullptr : &experts[l]));
+  if (!options.skip_routed_experts) w.experts = std::make_unique<ResidentExpertProvider>(std::move(experts));
   w.storage = std::move(tensors);
   return w;
 }

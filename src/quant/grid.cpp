@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "submoe/codec/ternary_grid.h"
+#include "submoe/core/bf16.h"
 
 namespace submoe::quant {
 
@@ -58,6 +59,11 @@ std::vector<float> QuantizedMatrix::dequantize() const {
   return w;
 }
 
+namespace {
+constexpr float kSmallestF16 = 5.9604644775390625e-8f;  // 2^-24, the least positive subnormal
+constexpr float kLargestF16 = 65504.0f;
+}  // namespace
+
 IntGroupParams fit_int_group(std::span<const float> values, int bits) {
   float lo = 0.0f, hi = 0.0f;
   for (float v : values) {
@@ -70,8 +76,13 @@ IntGroupParams fit_int_group(std::span<const float> values, int bits) {
   }
   const float maxq = static_cast<float>((1 << bits) - 1);
   IntGroupParams p;
-  p.scale = (hi - lo) / maxq;
-  p.zero = __builtin_roundevenf(-lo / p.scale);
+  // The artifact stores scales as f16 (docs/format.md 9.3): round here, so the
+  // values GPTQ compensates for are exactly the values the decoder produces.
+  float scale = f16_bits_to_float(float_to_f16_bits((hi - lo) / maxq));
+  if (!(scale > 0.0f)) scale = kSmallestF16;
+  if (scale > kLargestF16) scale = kLargestF16;
+  p.scale = scale;
+  p.zero = std::clamp(__builtin_roundevenf(-lo / p.scale), 0.0f, maxq);
   return p;
 }
 

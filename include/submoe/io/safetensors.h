@@ -117,6 +117,12 @@ class SafetensorsModel {
   std::map<std::string, const TensorView*, std::less<>> by_name_;
 };
 
+// Tells the kernel the mapped pages wholly inside the tensor's data are not
+// needed any more (madvise DONTNEED): a tensor read once (a weight compressed
+// and done with) stops counting towards the resident set. The view stays
+// valid; touching it again re-reads the file.
+void release_pages(const TensorView& tensor);
+
 // Converts BF16 / F16 / F32 / F64 / F8 tensors to float32. `out` must hold exactly
 // numel() elements. Integer and bool dtypes are rejected (kInvalidArgument).
 Status read_as_f32(const TensorView& tensor, std::span<float> out);
@@ -155,6 +161,12 @@ class SafetensorsWriter {
   Status add_borrowed(std::string name, DType dtype, std::vector<int64_t> shape, std::span<const uint8_t> data);
   // The bytes are produced by `fill` during write(), in write order.
   Status add_generated(std::string name, DType dtype, std::vector<int64_t> shape, FillFn fill);
+  // Fills bytes [offset, offset + out.size()) of the tensor. Called during write()
+  // for consecutive element-aligned chunks of at most kFillChunkBytes, so a tensor
+  // of any size costs one chunk of memory (synthetic multi-GB checkpoints).
+  using ChunkFillFn = std::function<Status(uint64_t offset, std::span<uint8_t> out)>;
+  static constexpr uint64_t kFillChunkBytes = uint64_t{8} << 20;
+  Status add_generated_chunked(std::string name, DType dtype, std::vector<int64_t> shape, ChunkFillFn fill);
   // Typed conveniences (copying).
   Status add_f32(std::string name, std::vector<int64_t> shape, std::span<const float> data);
   Status add_bf16(std::string name, std::vector<int64_t> shape, std::span<const bf16_t> data);
@@ -177,6 +189,7 @@ class SafetensorsWriter {
     std::vector<uint8_t> owned;
     std::span<const uint8_t> borrowed;
     FillFn fill;
+    ChunkFillFn chunk_fill;
   };
   Status check_new(const std::string& name, DType dtype, const std::vector<int64_t>& shape, uint64_t* nbytes) const;
 

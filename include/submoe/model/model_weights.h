@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -62,12 +63,35 @@ struct ModelWeights {
   std::shared_ptr<const void> storage;
 };
 
+struct LoadWeightsOptions {
+  // Read no routed-expert tensor and leave ModelWeights::experts null: builders
+  // whose experts are stored otherwise (compressed artifacts, runtime/) fill it.
+  bool skip_routed_experts = false;
+};
+
 // Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused
 // experts.gate_up_proj / experts.down_proj are split into views). Every tensor's
 // shape is checked against the config; a missing or misshaped tensor is an error
 // naming it. The returned weights keep `tensors` alive.
 Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& config, const ArchitectureAdapter& arch,
-                                             std::shared_ptr<const io::SafetensorsModel> tensors);
+                                             std::shared_ptr<const io::SafetensorsModel> tensors,
+                                             const LoadWeightsOptions& options = {});
+
+// The source tensors of one routed expert as 2-D views [out, in]: gate and up
+// [I, H], down [H, I] (hub per-expert tensors, or slices of v5 fused tensors).
+struct ExpertWeightViews {
+  io::TensorView gate, up, down;
+};
+// Every routed expert of a sparse layer, and the names of the checkpoint tensors
+// that hold them (everything else in the checkpoint is dense weight).
+struct LayerExpertWeights {
+  std::vector<ExpertWeightViews> experts;
+  std::vector<std::string> tensor_names;
+};
+// Shapes are checked against the config; a missing tensor is kNotFound naming it.
+Result<LayerExpertWeights> find_layer_expert_weights(const io::SafetensorsModel& tensors,
+                                                     const io::MoeModelConfig& config,
+                                                     const ArchitectureAdapter& arch, int layer);
 
 // Checks that prebuilt weights have the shapes `config` implies (for builders
 // other than the checkpoint loader).

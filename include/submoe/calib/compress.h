@@ -1,0 +1,97 @@
+// `submoe compress`: a Hugging Face MoE checkpoint -> a compressed artifact
+// (docs/compress.md, docs/format.md section 9), the way QMoE does it:
+//
+//   calibration tokens -> embeddings (the list buffer: every sample's hidden
+//   states in one flat buffer, sample-major)
+//   for each layer l (sequential, on the outputs of the compressed layers < l):
+//     attention, norms, router in original precision, per sample;
+//     routed experts in groups of `expert_group`: gather each expert's tokens,
+//     H = X^T X, batched GPTQ (or RTN) of gate/up, H of the activations,
+//     GPTQ of down, run the COMPRESSED expert on all its tokens, scatter back;
+//     pack the layer (ternary dictionary code or n-bit) into a checkpoint file;
+//     save the hidden states (atomic) -> a kill -9 loses at most one layer.
+//   assemble the artifact: dictionary, dense tensors, packed experts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/quant/gptq.h"
+#include "submoe/quant/grid.h"
+
+namespace submoe::calib {
+
+enum class QuantMethod { kGptq, kRtn };
+
+struct CompressOptions {
+  std::string model_dir;
+  std::string calib_path;
+  std::string out_dir;
+  QuantMethod method = QuantMethod::kGptq;
+  quant::GridSpec grid = quant::GridSpec::ternary();
+  std::string code = "qmoe";     // ternary dictionary code: qmoe | tunstall
+  double dict_p0 = 0.885;        // zero probability the dictionary is built for
+  size_t samples = 128;
+  size_t seq_len = 256;
+  double damp = 0.1;
+  size_t expert_group = 16;
+  bool act_order = false;
+  bool true_sequential = false;  // down's Hessian from the compressed gate/up
+  double token_cap_factor = 4.0; // Hessian tokens per expert <= factor x mean
+  // Token ids kept out of every Hessian (still run through the model). When
+  // `default_mask` is set, the tokenizer's BOS/EOS/PAD ids are added.
+  std::vector<int32_t> mask_token_ids;
+  bool default_mask = true;
+  bool resume = false;
+  bool overwrite = false;        // replace an existing artifact in out_dir
+  int threads = 0;               // 0 = all hardware threads
+  // Test hook: called at every progress point with a running step number; a
+  // test can kill the process there. Not part of the artifact.
+  std::function<void(uint64_t step)> step_hook;
+};
+
+struct Progress {
+  size_t layer = 0, layers = 0;
+  size_t experts_done = 0, experts = 0;  // of this layer
+  double elapsed_s = 0, eta_s = -1;       // eta < 0: unknown yet
+  std::string stage;                      // "dense", "experts", "pack", "assemble"
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct LayerReport {
+  size_t layer = 0;
+  bool sparse = true;
+  double seconds = 0;            // run-dependent: in compress_report.json only
+  size_t tokens_min = 0, tokens_max = 0;
+  double tokens_mean = 0;        // routed (unmasked) tokens per expert
+  size_t capped_experts = 0;     // experts whose Hessian used the token cap
+  size_t experts_without_tokens = 0;  // no calibration tokens: RTN
+  size_t rtn_fallbacks = 0;
+  std::vector<std::string> fallback_matrices;
+  double sparsity_mean = 0, sparsity_std = 0;  // fraction of zero weights per row
+  uint64_t packed_bytes = 0;     // this layer's expert tensors in the artifact
+  uint64_t weights = 0;          // expert weights of this layer
+};
+
+struct CompressSummary {
+  std::string out_dir;
+  uint64_t expert_weights = 0, expert_bytes = 0;
+  uint64_t dense_weights = 0, dense_bytes = 0;  // everything else, in source dtype
+  double expert_bits_per_weight = 0, model_bits_per_weight = 0;
+  double compression_vs_bf16_experts = 0, compression_vs_bf16_model = 0;
+  double natural_sparsity = 0;
+  size_t rtn_fallbacks = 0;
+  size_t calibration_tokens = 0, masked_tokens = 0;
+  size_t resumed_layers = 0;     // layers taken from checkpoints (--resume)
+  double seconds = 0;
+  double peak_rss_mb = 0;
+  std::vector<LayerReport> layers;
+};
+
+Result<CompressSummary> compress_model(const CompressOptions& options, const ProgressFn& progress);
+
+}  // namespace submoe::calib

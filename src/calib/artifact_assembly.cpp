@@ -1,0 +1,142 @@
+#include "artifact_assembly.h"
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "layer_packer.h"
+#include "submoe/io/file_util.h"
+#include "submoe/runtime/artifact_format.h"
+
+namespace submoe::calib::detail {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* kCopiedFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
+                              "generation_config.json", "tokenizer.model", "vocab.json", "merges.txt"};
+
+json quantization_config(const CompressOptions& o, const ternary::TernaryDictionary* dict) {
+  json q;
+  q["quant_method"] = std::string(artifact::kQuantMethod);
+  q["format_version"] = artifact::kArtifactFormatVersion;
+  if (o.grid.kind == quant::GridKind::kTernary) {
+    q["experts"] = {{"representation", std::string(artifact::kReprTernaryDict)},
+                    {"code", ternary::dict_kind_name(dict->kind())},
+                    {"p0", dict->p0()},
+                    {"dictionary_tensor", std::string(artifact::kDictionaryTensor)}};
+  } else {
+    q["experts"] = {{"representation", std::string(artifact::kReprInt)},
+                    {"bits", o.grid.bits},
+                    {"group_size", o.grid.group_size}};
+  }
+  q["method"] = o.method == QuantMethod::kGptq ? "gptq" : "rtn";
+  q["grid"] = o.grid.name();
+  q["damp"] = o.damp;
+  q["expert_group"] = o.expert_group;
+  q["act_order"] = o.act_order;
+  q["true_sequential"] = o.true_sequential;
+  q["tensor_names"] = "model.layers.{layer}.mlp.experts.{expert}.{gate_proj|up_proj|down_proj}.{field}";
+  q["modules_not_converted"] = {"embed_tokens", "self_attn", "router", "norms", "shared_expert", "dense_mlp",
+                                "lm_head"};
+  return q;
+}
+
+// Source tensors in order, minus the routed experts; their element count and bytes.
+struct DenseSet {
+  std::vector<const io::TensorView*> tensors;
+  uint64_t weights = 0, bytes = 0;
+};
+
+DenseSet dense_tensors(const io::SafetensorsModel& src, const std::vector<std::string>& expert_names) {
+  const std::set<std::string> skip(expert_names.begin(), expert_names.end());
+  DenseSet d;
+  for (const io::TensorView* t : src.tensors()) {
+    if (skip.count(t->name)) continue;
+    d.tensors.push_back(t);
+    d.weights += static_cast<uint64_t>(t->numel());
+    d.bytes += t->nbytes;
+  }
+  return d;
+}
+
+}  // namespace
+
+Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
+  const CompressOptions& o = *in.options;
+  const DenseSet dense = dense_tensors(*in.source, in.expert_tensor_names);
+  io::SafetensorsWriter w;
+  std::vector<uint8_t> dict_bytes;
+  if (in.dictionary) {
+    dict_bytes = dictionary_tensor_bytes(*in.dictionary);
+    SUBMOE_RETURN_IF_ERROR(w.add_borrowed(std::string(artifact::kDictionaryTensor), io::DType::kU64,
+                                          {static_cast<int64_t>(ternary::kDictEntries)}, dict_bytes));
+  }
+  for (const io::TensorView* t : dense.tensors)
+    SUBMOE_RETURN_IF_ERROR(w.add_borrowed(t->name, t->dtype, t->shape, t->bytes()));
+  std::vector<std::unique_ptr<io::SafetensorsFile>> layer_files;
+  uint64_t packed_bytes = 0;
+  for (size_t l : in.sparse_layers) {
+    SUBMOE_ASSIGN_OR_RETURN(auto f, io::SafetensorsFile::open(in.work->layer_file(l)));
+    for (const io::TensorView& t : f->tensors()) {
+      SUBMOE_RETURN_IF_ERROR(w.add_borrowed(t.name, t.dtype, t.shape, t.bytes()));
+      packed_bytes += t.nbytes;
+    }
+    layer_files.push_back(std::move(f));
+  }
+
+  // Ledger. The dictionary is stored once with the experts and counted with them.
+  const uint64_t expert_bytes = packed_bytes + dict_bytes.size();
+  summary->expert_bytes = expert_bytes;
+  summary->dense_weights = dense.weights;
+  summary->dense_bytes = dense.bytes;
+  const double ew = static_cast<double>(summary->expert_weights);
+  summary->expert_bits_per_weight = ew > 0 ? 8.0 * static_cast<double>(expert_bytes) / ew : 0;
+  const double all_w = ew + static_cast<double>(dense.weights);
+  summary->model_bits_per_weight = 8.0 * static_cast<double>(expert_bytes + dense.bytes) / all_w;
+  summary->compression_vs_bf16_experts = 16.0 / summary->expert_bits_per_weight;
+  summary->compression_vs_bf16_model = 16.0 / summary->model_bits_per_weight;
+  json ledger = {{"expert_weights", summary->expert_weights},
+                 {"expert_bytes", expert_bytes},
+                 {"expert_packed_bytes_without_dictionary", packed_bytes},
+                 {"dictionary_bytes", dict_bytes.size()},
+                 {"expert_bits_per_weight", summary->expert_bits_per_weight},
+                 {"expert_bits_per_weight_without_dictionary", ew > 0 ? 8.0 * static_cast<double>(packed_bytes) / ew : 0},
+                 {"dense_weights", dense.weights},
+                 {"dense_bytes", dense.bytes},
+                 {"model_bits_per_weight", summary->model_bits_per_weight},
+                 {"compression_vs_bf16_experts", summary->compression_vs_bf16_experts},
+                 {"compression_vs_bf16_model", summary->compression_vs_bf16_model}};
+
+  w.set_metadata("format", "pt");
+  w.set_metadata("submoe_format_version", std::to_string(artifact::kArtifactFormatVersion));
+  w.set_metadata("submoe_provenance", in.provenance_json);
+  w.set_metadata("submoe_ledger", ledger.dump());
+  SUBMOE_RETURN_IF_ERROR(w.write(o.out_dir + "/" + std::string(artifact::kWeightsFile)));
+
+  // config.json = source config + quantization_config.
+  SUBMOE_ASSIGN_OR_RETURN(std::string cfg_text, io::read_file_to_string(o.model_dir + "/config.json"));
+  json cfg = json::parse(cfg_text, nullptr, /*allow_exceptions=*/false);
+  if (cfg.is_discarded() || !cfg.is_object()) return corrupt_data("'" + o.model_dir + "/config.json' is not a JSON object");
+  cfg["quantization_config"] = quantization_config(o, in.dictionary);
+  SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/config.json", cfg.dump(2) + "\n"));
+
+  for (const char* name : kCopiedFiles) {
+    const std::string from = o.model_dir + "/" + name;
+    std::error_code ec;
+    if (!fs::is_regular_file(from, ec)) continue;
+    SUBMOE_ASSIGN_OR_RETURN(std::string bytes, io::read_file_to_string(from));
+    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/" + name, bytes));
+  }
+
+  json manifest = {{"format", "submoe artifact"},
+                   {"format_version", artifact::kArtifactFormatVersion},
+                   {"quantization_config", quantization_config(o, in.dictionary)},
+                   {"provenance", json::parse(in.provenance_json)},
+                   {"ledger", ledger}};
+  return io::write_file_atomic(o.out_dir + "/" + std::string(artifact::kManifestFile), manifest.dump(2) + "\n");
+}
+
+}  // namespace submoe::calib::detail

@@ -1,0 +1,31 @@
+// Final step of `compress`: the artifact directory from the source checkpoint
+// and the per-layer checkpoints (docs/format.md section 9).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "submoe/calib/compress.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/io/safetensors.h"
+#include "submoe/codec/ternary_dictionary.h"
+#include "work_dir.h"
+
+namespace submoe::calib::detail {
+
+struct AssemblyInputs {
+  const CompressOptions* options = nullptr;
+  const io::SafetensorsModel* source = nullptr;
+  std::vector<std::string> expert_tensor_names;  // source tensors replaced by packed experts
+  std::vector<size_t> sparse_layers;
+  const ternary::TernaryDictionary* dictionary = nullptr;  // ternary grids
+  std::string provenance_json;                             // deterministic
+  const WorkDir* work = nullptr;
+};
+
+// Writes model.safetensors, config.json (+ quantization_config), the tokenizer
+// files and submoe_manifest.json into options.out_dir; fills the ledger fields
+// of `summary`.
+Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary);
+
+}  // namespace submoe::calib::detail

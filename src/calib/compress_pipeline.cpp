@@ -1,0 +1,411 @@
+// compress_model: the sequential layer-by-layer pipeline (include/submoe/calib/compress.h).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "artifact_assembly.h"
+#include "expert_layer.h"
+#include "layer_packer.h"
+#include "submoe/calib/calibration_set.h"
+#include "submoe/calib/compress.h"
+#include "submoe/core/sha256.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/io/file_util.h"
+#include "submoe/io/tokenizer.h"
+#include "submoe/linalg/dense.h"
+#include "submoe/model/layer_runner.h"
+#include "submoe/model/moe_model.h"
+#include "work_dir.h"
+
+namespace submoe::calib {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+// SHA-256 over the checkpoint's config.json and safetensors files (name + bytes).
+Result<std::string> checkpoint_hash(const std::string& model_dir, const io::SafetensorsModel& src) {
+  Sha256 h;
+  std::vector<std::string> files = {model_dir + "/config.json"};
+  for (const auto& f : src.files()) files.push_back(f->path());
+  for (const std::string& f : files) {
+    SUBMOE_ASSIGN_OR_RETURN(std::string digest, sha256_file(f));
+    h.update(fs::path(f).filename().string());
+    h.update(digest);
+  }
+  return h.hex_digest();
+}
+
+json job_identity(const CompressOptions& o, const std::string& source_hash, const calib::CalibrationSet& set,
+                  const std::vector<int32_t>& mask) {
+  return {{"source_sha256", source_hash},
+          {"calibration_sha256", set.text_sha256},
+          {"calibration_tokens_sha256", set.tokens_sha256},
+          {"samples", set.samples},
+          {"seq_len", set.seq_len},
+          {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
+          {"grid", o.grid.name()},
+          {"code", o.code},
+          {"dict_p0", o.dict_p0},
+          {"damp", o.damp},
+          {"expert_group", o.expert_group},
+          {"act_order", o.act_order},
+          {"true_sequential", o.true_sequential},
+          {"token_cap_factor", o.token_cap_factor},
+          {"mask_token_ids", mask}};
+}
+
+json layer_report_json(const LayerReport& r, bool with_time) {
+  json j = {{"layer", r.layer},
+            {"sparse", r.sparse},
+            {"tokens_per_expert", {{"min", r.tokens_min}, {"mean", r.tokens_mean}, {"max", r.tokens_max}}},
+            {"capped_experts", r.capped_experts},
+            {"experts_without_tokens", r.experts_without_tokens},
+            {"rtn_fallbacks", r.rtn_fallbacks},
+            {"fallback_matrices", r.fallback_matrices},
+            {"natural_sparsity", {{"mean", r.sparsity_mean}, {"std", r.sparsity_std}}},
+            {"packed_bytes", r.packed_bytes},
+            {"weights", r.weights}};
+  if (with_time) j["seconds"] = r.seconds;
+  return j;
+}
+
+LayerReport layer_report_from_json(const json& j) {
+  LayerReport r;
+  r.layer = j.at("layer").get<size_t>();
+  r.sparse = j.at("sparse").get<bool>();
+  r.tokens_min = j.at("tokens_per_expert").at("min").get<size_t>();
+  r.tokens_mean = j.at("tokens_per_expert").at("mean").get<double>();
+  r.tokens_max = j.at("tokens_per_expert").at("max").get<size_t>();
+  r.capped_experts = j.at("capped_experts").get<size_t>();
+  r.experts_without_tokens = j.at("experts_without_tokens").get<size_t>();
+  r.rtn_fallbacks = j.at("rtn_fallbacks").get<size_t>();
+  r.fallback_matrices = j.at("fallback_matrices").get<std::vector<std::string>>();
+  r.sparsity_mean = j.at("natural_sparsity").at("mean").get<double>();
+  r.sparsity_std = j.at("natural_sparsity").at("std").get<double>();
+  r.packed_bytes = j.at("packed_bytes").get<uint64_t>();
+  r.weights = j.at("weights").get<uint64_t>();
+  if (j.contains("seconds")) r.seconds = j.at("seconds").get<double>();
+  return r;
+}
+
+// The report of a finished layer, from its checkpoint (layer file for sparse
+// layers, whose metadata holds it; dense layers report nothing but their index).
+Result<LayerReport> load_layer_report(const detail::WorkDir& work, size_t layer, bool sparse) {
+  LayerReport r;
+  r.layer = layer;
+  r.sparse = sparse;
+  if (!sparse) return r;
+  SUBMOE_ASSIGN_OR_RETURN(auto f, io::SafetensorsFile::open(work.layer_file(layer)));
+  auto it = f->metadata().find("submoe_layer_report");
+  if (it == f->metadata().end()) return corrupt_data("'" + work.layer_file(layer) + "' has no layer report");
+  json j = json::parse(it->second, nullptr, false);
+  if (j.is_discarded()) return corrupt_data("'" + work.layer_file(layer) + "': unreadable layer report");
+  try {
+    return layer_report_from_json(j);
+  } catch (const json::exception& e) {
+    return corrupt_data("'" + work.layer_file(layer) + "': layer report: " + e.what());
+  }
+}
+
+Status check_finite_hidden(const std::vector<float>& h, size_t layer) {
+  for (size_t i = 0; i < h.size(); ++i)
+    if (!std::isfinite(h[i]))
+      return numerical_error("non-finite hidden state after layer " + std::to_string(layer) + " (element " +
+                             std::to_string(i) + ")");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressFn& progress) {
+  const auto t_start = Clock::now();
+  uint64_t step = 0;
+  auto hook = [&] {
+    if (o.step_hook) o.step_hook(step++);
+  };
+  if (o.expert_group == 0) return invalid_argument("--expert-group must be >= 1");
+  if (!(o.damp > 0)) return invalid_argument("--damp must be > 0");
+  if (!(o.token_cap_factor >= 1)) return invalid_argument("the token cap factor must be >= 1");
+  SUBMOE_RETURN_IF_ERROR(o.grid.validate(0));
+
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir));
+  const io::MoeModelConfig& c = model->config();
+  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tokenizer, io::Tokenizer::load(o.model_dir + "/tokenizer.json"));
+  SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, make_calibration_set(o.calib_path, tokenizer, o.samples, o.seq_len));
+  SUBMOE_ASSIGN_OR_RETURN(auto source, io::SafetensorsModel::open(o.model_dir));
+  SUBMOE_ASSIGN_OR_RETURN(std::string source_hash, checkpoint_hash(o.model_dir, *source));
+  const size_t H = static_cast<size_t>(c.hidden_size), L = static_cast<size_t>(c.num_hidden_layers);
+  SUBMOE_RETURN_IF_ERROR(o.grid.validate(H).with_context("experts' hidden size"));
+  SUBMOE_RETURN_IF_ERROR(
+      o.grid.validate(static_cast<size_t>(c.moe_intermediate_size)).with_context("experts' intermediate size"));
+  if (o.grid.kind == quant::GridKind::kInt && (o.grid.bits < 2 || o.grid.bits > 4))
+    return invalid_argument("the artifact stores int2, int3 or int4 experts, not int" + std::to_string(o.grid.bits));
+  const size_t tokens = set.samples * set.seq_len;
+
+  std::set<int32_t> mask_set(o.mask_token_ids.begin(), o.mask_token_ids.end());
+  if (o.default_mask) {
+    if (c.bos_token_id) mask_set.insert(static_cast<int32_t>(*c.bos_token_id));
+    for (int64_t e : c.eos_token_ids) mask_set.insert(static_cast<int32_t>(e));
+    if (c.pad_token_id) mask_set.insert(static_cast<int32_t>(*c.pad_token_id));
+  }
+  const std::vector<int32_t> mask_ids(mask_set.begin(), mask_set.end());
+  std::vector<uint8_t> masked(tokens, 0);
+  size_t masked_count = 0;
+  for (size_t t = 0; t < tokens; ++t) {
+    masked[t] = mask_set.count(set.tokens[t]) ? 1 : 0;
+    masked_count += masked[t];
+  }
+
+  // Output directory and resume state.
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) return io_error("cannot create '" + o.out_dir + "': " + ec.message());
+  detail::WorkDir work(o.out_dir);
+  const std::string job = job_identity(o, source_hash, set, mask_ids).dump(2);
+  const bool artifact_exists = fs::exists(o.out_dir + "/" + std::string(artifact::kWeightsFile), ec);
+  if (work.exists()) {
+    if (!o.resume)
+      return invalid_argument("'" + work.path() + "' holds an interrupted run: pass --resume to continue it, or "
+                              "delete that directory to start over");
+    SUBMOE_ASSIGN_OR_RETURN(std::string old_job, work.read_job());
+    if (old_job != job)
+      return invalid_argument("--resume: '" + work.path() + "/job.json' was written for other inputs or options "
+                              "(model, calibration text or flags differ); delete the directory to start over");
+  } else if (artifact_exists && !o.overwrite && !o.resume) {
+    return invalid_argument("'" + o.out_dir + "' already holds an artifact; pass --overwrite to replace it");
+  }
+  SUBMOE_RETURN_IF_ERROR(work.create());
+  SUBMOE_RETURN_IF_ERROR(work.write_job(job));
+
+  const int threads = o.threads > 0 ? o.threads : hardware_threads();
+  ThreadPool pool(threads);
+  linalg::set_blas_threads(1);  // parallel over experts instead; and deterministic
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<detail::LayerPacker> packer, detail::LayerPacker::create(o));
+
+  std::vector<bool> sparse(L);
+  std::vector<size_t> sparse_layers;
+  for (size_t l = 0; l < L; ++l) {
+    sparse[l] = c.is_moe_layer(static_cast<int>(l));
+    if (sparse[l]) sparse_layers.push_back(l);
+  }
+  std::vector<std::string> expert_names;
+  std::vector<model::LayerExpertWeights> layer_weights(L);
+  for (size_t l : sparse_layers) {
+    SUBMOE_ASSIGN_OR_RETURN(layer_weights[l], model::find_layer_expert_weights(*source, c, model->architecture(),
+                                                                               static_cast<int>(l)));
+    expert_names.insert(expert_names.end(), layer_weights[l].tensor_names.begin(), layer_weights[l].tensor_names.end());
+  }
+
+  CompressSummary summary;
+  summary.out_dir = o.out_dir;
+  summary.calibration_tokens = tokens;
+  summary.masked_tokens = masked_count;
+  model::LayerRunner runner(*model, &pool);
+
+  // The list buffer: every calibration token's hidden state, sample-major.
+  std::vector<float> h(tokens * H);
+  size_t first_layer = 0;
+  const std::optional<size_t> done = o.resume ? work.last_complete_layer(sparse) : std::nullopt;
+  if (done) {
+    SUBMOE_RETURN_IF_ERROR(work.load_hidden(*done, &h, tokens, H));
+    first_layer = *done + 1;
+    for (size_t l = 0; l < first_layer; ++l) {
+      SUBMOE_ASSIGN_OR_RETURN(LayerReport r, load_layer_report(work, l, sparse[l]));
+      summary.layers.push_back(r);
+    }
+    summary.resumed_layers = first_layer;
+  } else {
+    for (size_t s = 0; s < set.samples; ++s)
+      SUBMOE_RETURN_IF_ERROR(runner.embed({set.sample(s), set.seq_len}, &h[s * set.seq_len * H]));
+  }
+
+  std::vector<float> x(tokens * H), block(tokens * H), dense(set.seq_len * H);
+  model::Routing routing, sample_routing;
+  const size_t k = static_cast<size_t>(c.num_experts_per_tok);
+  const size_t inner = static_cast<size_t>(c.moe_intermediate_size);
+  double compute_seconds = 0;
+  size_t layers_computed = 0;
+  for (size_t l = first_layer; l < L; ++l) {
+    const auto t_layer = Clock::now();
+    auto report_progress = [&](const char* stage, size_t done_experts, size_t experts) {
+      if (!progress) return;
+      Progress p;
+      p.layer = l;
+      p.layers = L;
+      p.experts_done = done_experts;
+      p.experts = experts;
+      p.stage = stage;
+      p.elapsed_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+      const double in_layer = std::chrono::duration<double>(Clock::now() - t_layer).count();
+      if (layers_computed > 0) {
+        const double per_layer = compute_seconds / static_cast<double>(layers_computed);
+        p.eta_s = std::max(0.0, per_layer * static_cast<double>(L - l) - in_layer);
+      }
+      progress(p);
+    };
+    report_progress("dense", 0, sparse[l] ? static_cast<size_t>(c.num_experts) : 0);
+    // Dense half per sample: attention, norms, router.
+    if (sparse[l]) {
+      routing.num_tokens = tokens;
+      routing.k = k;
+      routing.experts.resize(tokens * k);
+      routing.weights.resize(tokens * k);
+    }
+    for (size_t s = 0; s < set.samples; ++s) {
+      float* hs = &h[s * set.seq_len * H];
+      float* xs = &x[s * set.seq_len * H];
+      runner.attention(l, hs, set.seq_len, xs);
+      if (sparse[l]) {
+        runner.route(l, xs, set.seq_len, &sample_routing);
+        std::copy(sample_routing.experts.begin(), sample_routing.experts.end(),
+                  routing.experts.begin() + static_cast<ptrdiff_t>(s * set.seq_len * k));
+        std::copy(sample_routing.weights.begin(), sample_routing.weights.end(),
+                  routing.weights.begin() + static_cast<ptrdiff_t>(s * set.seq_len * k));
+      }
+    }
+    hook();
+    LayerReport report;
+    report.layer = l;
+    report.sparse = sparse[l];
+    std::fill(block.begin(), block.end(), 0.0f);
+    if (sparse[l]) {
+      detail::ExpertLayerInput in;
+      in.layer = l;
+      in.x = x.data();
+      in.tokens = tokens;
+      in.hidden = H;
+      in.inner = inner;
+      in.routing = &routing;
+      in.masked = masked;
+      in.weights = &layer_weights[l];
+      SUBMOE_RETURN_IF_ERROR(detail::compress_expert_layer(in, o, *packer, block.data(), &report, &pool,
+                                                           [&](size_t d, size_t n) {
+                                                             report_progress("experts", d, n);
+                                                             hook();
+                                                           }));
+      // Release the source pages of this layer's experts (read lazily, used once).
+      for (const auto& e : layer_weights[l].experts) {
+        io::release_pages(e.gate);
+        io::release_pages(e.up);
+        io::release_pages(e.down);
+      }
+    }
+    // The rest of the FFN (dense MLP or shared expert), added after the routed
+    // experts as the forward pass does, then the residual.
+    for (size_t s = 0; s < set.samples; ++s) {
+      const size_t off = s * set.seq_len * H;
+      runner.dense_ffn(l, &x[off], set.seq_len, dense.data());
+      for (size_t i = 0; i < set.seq_len * H; ++i) block[off + i] += dense[i];
+    }
+    for (size_t i = 0; i < tokens * H; ++i) h[i] += block[i];
+    SUBMOE_RETURN_IF_ERROR(check_finite_hidden(h, l));
+    report.seconds = std::chrono::duration<double>(Clock::now() - t_layer).count();
+    if (sparse[l]) {
+      report_progress("pack", static_cast<size_t>(c.num_experts), static_cast<size_t>(c.num_experts));
+      report.packed_bytes = packer->bytes();
+      SUBMOE_RETURN_IF_ERROR(packer->write_and_clear(
+          work.layer_file(l), {{"submoe_layer_report", layer_report_json(report, true).dump()}}));
+      hook();
+    }
+    SUBMOE_RETURN_IF_ERROR(work.save_hidden(l, h, tokens, H));
+    hook();
+    compute_seconds += std::chrono::duration<double>(Clock::now() - t_layer).count();
+    ++layers_computed;
+    summary.layers.push_back(report);
+  }
+
+  // Provenance (deterministic: no times) and the artifact.
+  if (progress) {
+    Progress p;
+    p.layer = L;
+    p.layers = L;
+    p.stage = "assemble";
+    p.elapsed_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+    progress(p);
+  }
+  json layers = json::array();
+  double sparsity_sum = 0, weight_sum = 0;
+  size_t tmin = SIZE_MAX, tmax = 0;
+  double tmean_sum = 0;
+  for (const LayerReport& r : summary.layers) {
+    layers.push_back(layer_report_json(r, false));
+    summary.rtn_fallbacks += r.rtn_fallbacks;
+    summary.expert_weights += r.weights;
+    if (!r.sparse) continue;
+    sparsity_sum += r.sparsity_mean * static_cast<double>(r.weights);
+    weight_sum += static_cast<double>(r.weights);
+    tmin = std::min(tmin, r.tokens_min);
+    tmax = std::max(tmax, r.tokens_max);
+    tmean_sum += r.tokens_mean;
+  }
+  summary.natural_sparsity = weight_sum > 0 ? sparsity_sum / weight_sum : 0;
+  json provenance = {
+      {"source_checkpoint", fs::path(o.model_dir).filename().string()},
+      {"source_sha256", source_hash},
+      {"calibration_file", fs::path(o.calib_path).filename().string()},
+      {"calibration_sha256", set.text_sha256},
+      {"calibration_tokens_sha256", set.tokens_sha256},
+      {"calibration_selection", "consecutive windows of seq_len tokens, samples taken at window floor(i*W/N)"},
+      {"samples", set.samples},
+      {"seq_len", set.seq_len},
+      {"calibration_tokens", tokens},
+      {"masked_token_ids", mask_ids},
+      {"masked_positions", masked_count},
+      {"tokens_per_expert",
+       {{"min", sparse_layers.empty() ? 0 : tmin},
+        {"mean", sparse_layers.empty() ? 0.0 : tmean_sum / static_cast<double>(sparse_layers.size())},
+        {"max", tmax}}},
+      {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
+      {"grid", o.grid.name()},
+      {"damp", o.damp},
+      {"expert_group", o.expert_group},
+      {"act_order", o.act_order},
+      {"true_sequential", o.true_sequential},
+      {"token_cap_factor", o.token_cap_factor},
+      {"rtn_fallbacks", summary.rtn_fallbacks},
+      {"natural_sparsity", summary.natural_sparsity},
+      {"layers", layers}};
+  if (const ternary::TernaryDictionary* d = packer->dictionary())
+    provenance["dictionary"] = {{"code", ternary::dict_kind_name(d->kind())}, {"p0", d->p0()}};
+
+  detail::AssemblyInputs ai;
+  ai.options = &o;
+  ai.source = source.get();
+  ai.expert_tensor_names = expert_names;
+  ai.sparse_layers = sparse_layers;
+  ai.dictionary = packer->dictionary();
+  ai.provenance_json = provenance.dump();
+  ai.work = &work;
+  hook();
+  SUBMOE_RETURN_IF_ERROR(detail::assemble_artifact(ai, &summary));
+  hook();
+  SUBMOE_RETURN_IF_ERROR(work.remove());
+
+  summary.seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+  summary.peak_rss_mb = peak_rss_mb();
+  json run_layers = json::array();
+  for (const LayerReport& r : summary.layers) run_layers.push_back(layer_report_json(r, true));
+  const json report = {{"seconds", summary.seconds},
+                       {"peak_rss_mb", summary.peak_rss_mb},
+                       {"threads", threads},
+                       {"resumed_layers", summary.resumed_layers},
+                       {"layers", run_layers}};
+  SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/compress_report.json", report.dump(2) + "\n"));
+  return summary;
+}
+
+}  // namespace submoe::calib

@@ -1,0 +1,178 @@
+// `submoe compress`: a Hugging Face MoE checkpoint -> a compressed artifact
+// (calibration, batched GPTQ over expert groups, sub-1-bit ternary code or
+// n-bit packing). The pipeline lives in src/calib; this file parses and prints.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/command.h"
+#include "submoe/calib/compress.h"
+
+namespace submoe::cli {
+namespace {
+
+struct CompressCli {
+  calib::CompressOptions o;
+  std::string method = "gptq";
+  std::string grid = "ternary";
+  size_t group_size = 0;
+  std::vector<int32_t> mask_ids;
+  bool no_default_mask = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+std::string format_seconds(double s) {
+  if (s < 0) return "?";
+  char buf[32];
+  if (s < 90)
+    std::snprintf(buf, sizeof(buf), "%.0fs", s);
+  else
+    std::snprintf(buf, sizeof(buf), "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return buf;
+}
+
+void print_progress(const calib::Progress& p) {
+  const double frac = p.layers == 0 ? 1.0
+                                    : (static_cast<double>(p.layer) +
+                                       (p.experts ? static_cast<double>(p.experts_done) / static_cast<double>(p.experts)
+                                                  : 0.0)) /
+                                          static_cast<double>(p.layers);
+  const int width = 30, filled = static_cast<int>(frac * width + 0.5);
+  std::fprintf(stderr, "\r[%.*s%*s] layer %zu/%zu %-8s experts %zu/%zu  elapsed %s  eta %s   ", filled,
+               "##############################", width - filled, "", std::min(p.layer + 1, p.layers), p.layers,
+               p.stage.c_str(), p.experts_done, p.experts, format_seconds(p.elapsed_s).c_str(),
+               format_seconds(p.eta_s).c_str());
+  if (p.stage == "assemble") std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+nlohmann::json summary_json(const calib::CompressSummary& s) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& r : s.layers)
+    layers.push_back({{"layer", r.layer},
+                      {"sparse", r.sparse},
+                      {"seconds", r.seconds},
+                      {"tokens_per_expert", {{"min", r.tokens_min}, {"mean", r.tokens_mean}, {"max", r.tokens_max}}},
+                      {"natural_sparsity", r.sparsity_mean},
+                      {"rtn_fallbacks", r.rtn_fallbacks}});
+  return {{"out", s.out_dir},
+          {"expert_bits_per_weight", s.expert_bits_per_weight},
+          {"model_bits_per_weight", s.model_bits_per_weight},
+          {"compression_vs_bf16_experts", s.compression_vs_bf16_experts},
+          {"compression_vs_bf16_model", s.compression_vs_bf16_model},
+          {"natural_sparsity", s.natural_sparsity},
+          {"rtn_fallbacks", s.rtn_fallbacks},
+          {"expert_weights", s.expert_weights},
+          {"expert_bytes", s.expert_bytes},
+          {"dense_weights", s.dense_weights},
+          {"dense_bytes", s.dense_bytes},
+          {"calibration_tokens", s.calibration_tokens},
+          {"masked_tokens", s.masked_tokens},
+          {"resumed_layers", s.resumed_layers},
+          {"seconds", s.seconds},
+          {"peak_rss_mb", s.peak_rss_mb},
+          {"layers", layers}};
+}
+
+void print_table(const calib::CompressSummary& s) {
+  std::printf("%-6s %-7s %10s %22s %10s %9s\n", "layer", "type", "seconds", "tokens/expert min/mean/max",
+              "sparsity", "rtn-fb");
+  for (const auto& r : s.layers) {
+    if (!r.sparse) {
+      std::printf("%-6zu %-7s %10.2f\n", r.layer, "dense", r.seconds);
+      continue;
+    }
+    char tok[64];
+    std::snprintf(tok, sizeof(tok), "%zu/%.0f/%zu", r.tokens_min, r.tokens_mean, r.tokens_max);
+    std::printf("%-6zu %-7s %10.2f %22s %9.1f%% %9zu\n", r.layer, "experts", r.seconds, tok, 100 * r.sparsity_mean,
+                r.rtn_fallbacks);
+  }
+  std::printf("\nartifact            %s\n", s.out_dir.c_str());
+  std::printf("experts             %.4f bits/weight, %.2fx smaller than bf16 (%llu weights, %llu bytes)\n",
+              s.expert_bits_per_weight, s.compression_vs_bf16_experts,
+              static_cast<unsigned long long>(s.expert_weights), static_cast<unsigned long long>(s.expert_bytes));
+  std::printf("whole model         %.4f bits/weight, %.2fx smaller than bf16\n", s.model_bits_per_weight,
+              s.compression_vs_bf16_model);
+  std::printf("natural sparsity    %.2f%%\n", 100 * s.natural_sparsity);
+  std::printf("RTN fallbacks       %zu\n", s.rtn_fallbacks);
+  std::printf("calibration tokens  %zu (%zu masked)\n", s.calibration_tokens, s.masked_tokens);
+  std::printf("time                %.1f s%s, peak RSS %.0f MB\n", s.seconds,
+              s.resumed_layers ? (" (" + std::to_string(s.resumed_layers) + " layers resumed)").c_str() : "",
+              s.peak_rss_mb);
+}
+
+Status run_compress(CompressCli& c) {
+  if (c.method == "gptq")
+    c.o.method = calib::QuantMethod::kGptq;
+  else if (c.method == "rtn")
+    c.o.method = calib::QuantMethod::kRtn;
+  else
+    return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
+  SUBMOE_ASSIGN_OR_RETURN(c.o.grid, quant::parse_grid(c.grid, c.group_size));
+  c.o.mask_token_ids = c.mask_ids;
+  c.o.default_mask = !c.no_default_mask;
+  calib::ProgressFn progress;
+  if (!c.quiet) progress = print_progress;
+  SUBMOE_ASSIGN_OR_RETURN(calib::CompressSummary s, calib::compress_model(c.o, progress));
+  if (c.json)
+    std::cout << summary_json(s).dump() << "\n";
+  else
+    print_table(s);
+  return Status::ok();
+}
+
+void setup(CLI::App& root) {
+  auto c = std::make_shared<CompressCli>();
+  CLI::App* cmd = root.add_subcommand(
+      "compress",
+      "Compress the routed experts of a Hugging Face MoE checkpoint into a submoe artifact (QMoE pipeline).\n"
+      "Calibration text is run through the model layer by layer; each layer's experts are quantized with\n"
+      "GPTQ (batched over expert groups) on the hidden states produced by the already compressed layers,\n"
+      "then packed: ternary experts with the sub-1-bit dictionary code, int2/3/4 as packed n-bit codes.\n"
+      "Attention, norms, routers, shared experts and embeddings keep their original dtype.\n"
+      "Output: OUT/{config.json (with quantization_config), model.safetensors, tokenizer files,\n"
+      "submoe_manifest.json (provenance + ledger), compress_report.json (timings)}. Progress is\n"
+      "checkpointed after every layer in OUT/.submoe-work; after an interruption, --resume continues and\n"
+      "produces a byte-identical artifact. See docs/compress.md.");
+  cmd->add_option("--model", c->o.model_dir, "source checkpoint directory (config.json, *.safetensors, tokenizer.json)")
+      ->required();
+  cmd->add_option("--calib", c->o.calib_path, "UTF-8 calibration text file")->required();
+  cmd->add_option("--out", c->o.out_dir, "artifact directory to write")->required();
+  cmd->add_option("--method", c->method, "gptq (Hessian-aware, default) or rtn (round to nearest)")
+      ->capture_default_str();
+  cmd->add_option("--grid", c->grid, "ternary (QMoE per-row {min,0,max}), int2, int3 or int4 (asymmetric)")
+      ->capture_default_str();
+  cmd->add_option("--group-size", c->group_size, "int grids: columns per scale group (32, 64, 128); 0 = per row")
+      ->capture_default_str();
+  cmd->add_option("--code", c->o.code, "ternary dictionary code: qmoe (research-compatible) or tunstall")
+      ->capture_default_str();
+  cmd->add_option("--dict-p0", c->o.dict_p0, "zero probability the ternary dictionary is built for")
+      ->capture_default_str();
+  cmd->add_option("--samples", c->o.samples, "calibration samples (windows of --seq-len tokens, evenly spread)")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", c->o.seq_len, "tokens per calibration sample")->capture_default_str();
+  cmd->add_option("--damp", c->o.damp, "GPTQ dampening, as a fraction of mean(diag H)")->capture_default_str();
+  cmd->add_option("--expert-group", c->o.expert_group, "experts quantized together as one batched computation")
+      ->capture_default_str();
+  cmd->add_option("--mask-token-ids", c->mask_ids,
+                  "token ids kept out of the Hessians (they still run through the model); the config's\n"
+                  "BOS/EOS/PAD ids are added unless --no-default-mask")
+      ->delimiter(',');
+  cmd->add_flag("--no-default-mask", c->no_default_mask, "do not mask the config's BOS/EOS/PAD ids");
+  cmd->add_flag("--act-order", c->o.act_order, "GPTQ in order of decreasing Hessian diagonal (off: hurts ternary)");
+  cmd->add_flag("--true-sequential", c->o.true_sequential,
+                "down's Hessian from the compressed gate/up outputs (off, as in QMoE)");
+  cmd->add_flag("--resume", c->o.resume, "continue an interrupted run from OUT/.submoe-work");
+  cmd->add_flag("--overwrite", c->o.overwrite, "replace an artifact already in OUT");
+  cmd->add_option("--threads", c->o.threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_flag("--json", c->json, "print the summary as one JSON object");
+  cmd->add_flag("--quiet", c->quiet, "no progress bar");
+  cmd->callback([c] { report("compress", run_compress(*c)); });
+}
+
+SUBMOE_REGISTER_COMMAND("compress", setup);
+
+}  // namespace
+}  // namespace submoe::cli
