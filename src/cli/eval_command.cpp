@@ -1,4 +1,5 @@
-// `submoe eval`: next-token loss and perplexity of a checkpoint over a text file.
+// `submoe eval`: next-token loss and perplexity of a checkpoint or a compressed
+// artifact over a text file.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "submoe/io/file_util.h"
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/moe_model.h"
+#include "submoe/runtime/artifact_model.h"
 
 namespace submoe::cli {
 namespace {
@@ -23,12 +25,16 @@ struct EvalOptions {
   size_t max_tokens = 0;
   int threads = 0;
   bool json = false;
+  std::string execution = "fused";
 };
 
 Status run_eval(const EvalOptions& o) {
   if (o.threads < 0) return invalid_argument("--threads must be >= 0");
   if (o.context < 2) return invalid_argument("--ctx must be at least 2");
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, model::MoeModel::load(o.model));
+  runtime::ArtifactModelOptions load_options;
+  SUBMOE_ASSIGN_OR_RETURN(load_options.execution, runtime::parse_execution_mode(o.execution));
+  const bool artifact = runtime::is_artifact(o.model);
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, runtime::load_model_or_artifact(o.model, load_options));
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.model));
   SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_file_to_string(o.text));
   const auto t0 = std::chrono::steady_clock::now();
@@ -65,12 +71,17 @@ Status run_eval(const EvalOptions& o) {
     j["tokens_per_s"] = r.tokens_per_s;
     j["tokenize_seconds"] = tokenize_s;
     j["threads"] = threads;
+    j["artifact"] = artifact;
+    j["execution"] = artifact ? nlohmann::json(runtime::execution_mode_name(load_options.execution)) : nlohmann::json(nullptr);
     std::cout << j.dump() << "\n";
   } else {
     std::printf("%s on %s: %zu tokens scored in %zu windows of %zu\n", o.model.c_str(), o.text.c_str(),
                 r.tokens_scored, r.windows, o.context);
-    std::printf("nll %.4f nats/token  ppl %.3f  (%.2f s, %.1f tokens/s, %d threads)\n", r.nll, r.ppl, r.seconds,
-                r.tokens_per_s, threads);
+    std::printf("nll %.4f nats/token  ppl %.3f  (%.2f s, %.1f tokens/s, %d threads%s)\n", r.nll, r.ppl, r.seconds,
+                r.tokens_per_s, threads,
+                artifact ? (std::string(", artifact, ") + runtime::execution_mode_name(load_options.execution) +
+                            " experts").c_str()
+                         : "");
   }
   return Status::ok();
 }
@@ -79,21 +90,30 @@ void setup_eval(CLI::App& root) {
   auto o = std::make_shared<EvalOptions>();
   auto* cmd = root.add_subcommand(
       "eval",
-      "Next-token loss and perplexity of a checkpoint over a text file.\n"
+      "Next-token loss and perplexity of a checkpoint, or of a compressed artifact written by\n"
+      "`submoe compress` (detected by its config.json quantization_config), over a text file.\n"
       "The file is tokenized whole (no special tokens added), cut into non-overlapping windows of\n"
       "--ctx tokens, and each window is run from an empty KV cache. Within a window every token but\n"
       "the first is scored by -log p(token | earlier tokens of the window); the first token of a\n"
       "window has no context and is not scored. Prints the mean NLL (nats/token) and perplexity\n"
       "exp(NLL); --json prints one object: tokens (scored), nll, ppl, seconds, tokens_per_s (tokens\n"
-      "run through the model per second), windows, ctx, tokens_in_file, tokens_processed, threads.\n"
+      "run through the model per second), windows, ctx, tokens_in_file, tokens_processed, threads,\n"
+      "artifact (true/false) and execution (fused/reference, null for a checkpoint).\n"
       "Progress goes to stderr every ~2 s.");
-  cmd->add_option("--model", o->model, "checkpoint directory: config.json, *.safetensors, tokenizer.json")
+  cmd->add_option("--model", o->model,
+                  "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")
       ->required();
   cmd->add_option("--text", o->text, "UTF-8 text file to score")->required();
   cmd->add_option("--ctx", o->context, "window length in tokens")->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "use only the first N tokens of the file; 0 = all")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_option("--execution", o->execution,
+                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
+                  "'reference' decodes every expert once at load to dense f32 with the reference decoder\n"
+                  "(4 bytes per weight in memory; the oracle the fused kernels are tested against)")
+      ->check(CLI::IsMember({"fused", "reference"}))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o] { report("eval", run_eval(*o)); });
 }

@@ -1,5 +1,6 @@
 // `submoe inspect PATH [--json]`: what a checkpoint holds, from config.json and
-// the safetensors headers (no tensor data is read).
+// the safetensors headers (no tensor data is read), and for a compressed
+// artifact its quantization_config, packed expert sizes and manifest ledger.
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -10,9 +11,12 @@
 #include <string>
 
 #include "cli/command.h"
+#include "submoe/io/file_util.h"
 #include "submoe/io/hf_config.h"
 #include "submoe/io/param_stats.h"
 #include "submoe/io/safetensors.h"
+#include "submoe/runtime/artifact.h"
+#include "submoe/runtime/artifact_format.h"
 
 namespace submoe::cli {
 namespace {
@@ -30,7 +34,37 @@ struct Inspection {
   std::optional<io::MoeModelConfig> config;
   std::string config_path;  // empty when none was found
   io::ParameterCounts counts;
+  // Compressed artifacts only.
+  std::shared_ptr<const runtime::Artifact> artifact;
+  int64_t expert_matrices = 0, expert_weights = 0;
+  uint64_t expert_packed_bytes = 0, dictionary_bytes = 0;
+  nlohmann::ordered_json ledger;  // submoe_manifest.json "ledger"; null when absent
 };
+
+// Opens (and so fully validates) the artifact and sums its packed experts.
+Status load_artifact(const std::string& dir, Inspection* in) {
+  SUBMOE_ASSIGN_OR_RETURN(in->artifact, runtime::Artifact::open(dir));
+  const runtime::Artifact& a = *in->artifact;
+  for (int l = 0; l < a.num_layers(); ++l) {
+    for (int e = 0; e < a.num_experts(); ++e) {
+      if (!a.has_expert(l, e)) continue;
+      SUBMOE_ASSIGN_OR_RETURN(const runtime::ExpertByteRange r, a.expert_byte_range(l, e));
+      in->expert_packed_bytes += r.length;
+      in->expert_matrices += 3;
+      in->expert_weights += 3 * static_cast<int64_t>(a.expert_hidden()) * a.expert_inner();
+    }
+  }
+  if (a.quantization().representation == runtime::ExpertRepresentation::kTernaryDict)
+    in->dictionary_bytes = a.tensors()->find(a.quantization().dictionary_tensor)->nbytes;
+  const fs::path manifest = fs::path(dir) / artifact::kManifestFile;
+  std::error_code ec;
+  if (!fs::exists(manifest, ec)) return Status::ok();
+  SUBMOE_ASSIGN_OR_RETURN(const std::string text, io::read_file_to_string(manifest.string()));
+  const auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return corrupt_data(manifest.string() + ": not a JSON object");
+  if (j.contains("ledger")) in->ledger = j.at("ledger");
+  return Status::ok();
+}
 
 // config.json sits in the model directory, or beside a lone .safetensors file.
 Result<Inspection> load(const std::string& path) {
@@ -50,6 +84,7 @@ Result<Inspection> load(const std::string& path) {
     top_k = in.config->num_experts_per_tok;
   }
   in.counts = io::count_parameters(in.model->tensors(), arch, top_k);
+  if (runtime::is_artifact(in.model->directory())) SUBMOE_RETURN_IF_ERROR(load_artifact(in.model->directory(), &in));
   return in;
 }
 
@@ -129,6 +164,32 @@ void print_json(const Inspection& in, const InspectOptions& opt) {
   for (const auto& f : in.model->files())
     files.push_back({{"path", f->path()}, {"bytes", f->file_size()}, {"tensors", f->tensors().size()}});
   j["files"] = std::move(files);
+  if (in.artifact) {
+    const runtime::QuantizationConfig& q = in.artifact->quantization();
+    nlohmann::ordered_json qj;
+    qj["format_version"] = q.format_version;
+    qj["summary"] = q.summary();
+    qj["representation"] = runtime::representation_name(q.representation);
+    if (q.representation == runtime::ExpertRepresentation::kTernaryDict) {
+      qj["code"] = ternary::dict_kind_name(q.code);
+      qj["p0"] = q.p0;
+      qj["dictionary_tensor"] = q.dictionary_tensor;
+    } else {
+      qj["bits"] = q.bits;
+      qj["group_size"] = q.group_size;
+    }
+    qj["expert_matrices"] = in.expert_matrices;
+    qj["expert_weights"] = in.expert_weights;
+    qj["expert_packed_bytes"] = in.expert_packed_bytes;
+    qj["dictionary_bytes"] = in.dictionary_bytes;
+    qj["expert_packed_bits_per_weight"] =
+        in.expert_weights ? 8.0 * static_cast<double>(in.expert_packed_bytes) / static_cast<double>(in.expert_weights) : 0.0;
+    j["quantization"] = std::move(qj);
+    j["ledger"] = in.ledger;
+  } else {
+    j["quantization"] = nullptr;
+    j["ledger"] = nullptr;
+  }
   j["num_tensors"] = in.model->tensors().size();
   j["tensors_per_dtype"] = tensors_per_dtype(*in.model);
   if (!opt.no_tensors) {
@@ -186,6 +247,22 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
   std::cout << "tensors:       " << in.model->tensors().size();
   for (const auto& [d, count] : tensors_per_dtype(*in.model)) std::cout << ", " << count << " " << d;
   std::cout << "\n";
+  if (in.artifact) {
+    const runtime::QuantizationConfig& q = in.artifact->quantization();
+    char bpw[32];
+    std::snprintf(bpw, sizeof bpw, "%.3f", in.expert_weights ? 8.0 * static_cast<double>(in.expert_packed_bytes) /
+                                                                   static_cast<double>(in.expert_weights)
+                                                             : 0.0);
+    std::cout << "quantization:  submoe artifact, format " << q.format_version << ": " << q.summary() << "\n"
+              << "experts:       " << in.expert_matrices << " packed matrices, " << human_count(in.expert_weights)
+              << " weights in " << human_bytes(in.expert_packed_bytes) << " = " << bpw << " bits/weight";
+    if (in.dictionary_bytes) std::cout << " (+ dictionary " << human_bytes(in.dictionary_bytes) << ")";
+    std::cout << "\n               (the parameter counts above count the packed experts' stored elements)\n";
+    if (in.ledger.is_object()) {
+      std::cout << "ledger:        (" << artifact::kManifestFile << ")\n";
+      for (const auto& [k, v] : in.ledger.items()) std::cout << "  " << k << ": " << v.dump() << "\n";
+    }
+  }
   if (opt.no_tensors) return;
   size_t width = 4;
   for (const io::TensorView* t : in.model->tensors()) width = std::max(width, t->name.size());
@@ -200,7 +277,8 @@ void setup_inspect(CLI::App& root) {
   auto opt = std::make_shared<InspectOptions>();
   auto* cmd = root.add_subcommand(
       "inspect",
-      "Describe a checkpoint: architecture, layers, experts, parameter counts and the tensor list.\n"
+      "Describe a checkpoint or a compressed artifact: architecture, layers, experts, parameter\n"
+      "counts and the tensor list.\n"
       "PATH is a model directory (config.json with model.safetensors or a sharded\n"
       "model.safetensors.index.json) or a single .safetensors file (config.json beside it is\n"
       "used when present). Only headers are read; every file is validated.\n"
@@ -210,7 +288,13 @@ void setup_inspect(CLI::App& root) {
       "JSON object with keys path, config, architecture, parameters{total, active_per_token,\n"
       "routed_experts, routed_share, moe_layers, experts_per_layer, by_role}, bytes_on_disk,\n"
       "files, num_tensors, tensors_per_dtype and tensors[{name, dtype, shape, nbytes, role, file,\n"
-      "offset}].");
+      "offset}].\n"
+      "A compressed artifact (config.json with a submoe quantization_config) is also opened and\n"
+      "checked as the runtime loads it; the text adds its quantization summary, the packed experts'\n"
+      "size and bits per weight (measured from the file), and the ledger of submoe_manifest.json\n"
+      "when present; JSON adds quantization{format_version, summary, representation, code/p0/\n"
+      "dictionary_tensor or bits/group_size, expert_matrices, expert_weights, expert_packed_bytes,\n"
+      "dictionary_bytes, expert_packed_bits_per_weight} and ledger (both null for a checkpoint).");
   cmd->add_option("PATH", opt->path, "Model directory, index .json or .safetensors file")->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object instead of text (default: text)");
   cmd->add_flag("--no-tensors", opt->no_tensors, "Omit the per-tensor list (default: list every tensor)");

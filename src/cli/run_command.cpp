@@ -1,4 +1,5 @@
-// `submoe run`: generate text from a prompt with a Hugging Face MoE checkpoint.
+// `submoe run`: generate text from a prompt with a Hugging Face MoE checkpoint or
+// a compressed submoe artifact.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/moe_model.h"
 #include "submoe/model/sampler.h"
+#include "submoe/runtime/artifact_model.h"
 
 namespace submoe::cli {
 namespace {
@@ -28,6 +30,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool ignore_eos = false;
+  std::string execution = "fused";
 };
 
 using Clock = std::chrono::steady_clock;
@@ -62,8 +65,12 @@ Status run(const RunOptions& o) {
   const model::SamplerOptions sampling{o.temperature, o.top_k, o.top_p, o.seed};
   SUBMOE_RETURN_IF_ERROR(model::validate(sampling));
 
+  runtime::ArtifactModelOptions load_options;
+  SUBMOE_ASSIGN_OR_RETURN(load_options.execution, runtime::parse_execution_mode(o.execution));
+  const bool artifact = runtime::is_artifact(o.model);
+
   const auto t_load = Clock::now();
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, model::MoeModel::load(o.model));
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, runtime::load_model_or_artifact(o.model, load_options));
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.model));
   const double load_s = seconds_since(t_load);
 
@@ -114,9 +121,12 @@ Status run(const RunOptions& o) {
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   std::fprintf(stderr,
                "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
-               "(%.1f tok/s) | %d generated, stop: %s | %d threads\n",
+               "(%.1f tok/s) | %d generated, stop: %s | %d threads%s\n",
                o.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
-               decode_steps, decode_s, rate(decode_steps, decode_s), generated, hit_eos ? "eos" : "length", threads);
+               decode_steps, decode_s, rate(decode_steps, decode_s), generated, hit_eos ? "eos" : "length", threads,
+               artifact ? (std::string(" | artifact, ") + runtime::execution_mode_name(load_options.execution) +
+                           " experts").c_str()
+                        : "");
   return Status::ok();
 }
 
@@ -124,14 +134,18 @@ void setup_run(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = root.add_subcommand(
       "run",
-      "Generate text from a prompt with a Hugging Face MoE checkpoint (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE).\n"
+      "Generate text from a prompt with a Hugging Face MoE checkpoint (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE)\n"
+      "or a compressed artifact written by `submoe compress` (detected by its config.json\n"
+      "quantization_config; its routed experts run compressed, see --execution).\n"
       "The prompt is tokenized with the checkpoint's tokenizer.json (special tokens added as its\n"
       "post-processor says, e.g. BOS), run as one prefill, then tokens are sampled one at a time with\n"
       "the KV cache. Generated text streams to stdout as it is produced (special tokens skipped);\n"
       "generation stops after -n tokens or at an EOS token (config.json / generation_config.json\n"
       "eos_token_id, or the tokenizer's EOS). A summary goes to stderr: load time, prefill and\n"
-      "decode tokens/s (decode counts the forward passes after the prompt), stop reason.");
-  cmd->add_option("--model", o->model, "checkpoint directory: config.json, *.safetensors, tokenizer.json")
+      "decode tokens/s (decode counts the forward passes after the prompt), stop reason, and for an\n"
+      "artifact the execution mode.");
+  cmd->add_option("--model", o->model,
+                  "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")
       ->required();
   cmd->add_option("--prompt", o->prompt, "prompt text")->required();
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "tokens to generate at most")->capture_default_str();
@@ -144,6 +158,12 @@ void setup_run(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed of the sampler (same seed, same text)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_option("--execution", o->execution,
+                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
+                  "'reference' decodes every expert once at load to dense f32 with the reference decoder\n"
+                  "(4 bytes per weight in memory; the oracle the fused kernels are tested against)")
+      ->check(CLI::IsMember({"fused", "reference"}))
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
   cmd->callback([o] { report("run", run(*o)); });
 }

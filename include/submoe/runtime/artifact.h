@@ -1,0 +1,113 @@
+// An opened compressed artifact (docs/format.md section 9): config.json with its
+// quantization_config, model.safetensors memory-mapped and checked, the shared
+// ternary dictionary validated once, and the location of every routed expert.
+//
+// Opening checks everything that does not need an expert's bytes: the config,
+// the dictionary, that every expert tensor exists with the dtype and shape the
+// config implies (gate/up [moe_intermediate, hidden], down [hidden,
+// moe_intermediate]), that no other tensor sits under an experts prefix, and
+// that each expert's tensors are contiguous in the file. An expert's contents
+// are validated when it is built (expert_from_bytes / expert_resident), so an
+// offload store can fetch one byte range per expert and hand it over untrusted:
+// corrupt bytes give an error naming layer, expert, projection and field.
+//
+// An Artifact is immutable after open and safe to share between threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/io/safetensors.h"
+#include "submoe/model/expert_provider.h"
+#include "submoe/model/linear_op.h"
+#include "submoe/runtime/compressed_linear.h"
+#include "submoe/runtime/quantization_config.h"
+#include "submoe/runtime/ternary_codebook.h"
+
+namespace submoe::runtime {
+
+// One expert's bytes in the artifact: [offset, offset + length) of `path`,
+// from its first tensor's first byte to its last tensor's last byte.
+struct ExpertByteRange {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// The three projections of one routed expert, owning their buffers.
+struct LoadedExpert {
+  std::unique_ptr<model::LinearOp> gate, up, down;
+
+  model::ExpertOps ops() const { return {gate.get(), up.get(), down.get()}; }
+  // Bytes the three ops stream per forward (packed bytes when fused).
+  size_t weight_bytes() const;
+};
+
+class Artifact {
+ public:
+  // `directory` holds config.json and model.safetensors (docs/format.md 9.1).
+  static Result<std::shared_ptr<const Artifact>> open(const std::string& directory);
+
+  const std::string& directory() const { return directory_; }
+  const io::MoeModelConfig& model_config() const { return config_; }
+  const QuantizationConfig& quantization() const { return quant_; }
+  const std::shared_ptr<const io::SafetensorsModel>& tensors() const { return tensors_; }
+  // The shared dictionary; null for int artifacts.
+  const std::shared_ptr<const TernaryCodebook>& codebook() const { return codebook_; }
+
+  int num_layers() const { return static_cast<int>(experts_.size()); }
+  int num_experts() const { return static_cast<int>(config_.num_experts); }
+  // Whether (layer, expert) is a routed expert of a sparse layer.
+  bool has_expert(int layer, int expert) const;
+  // gate/up are [inner, hidden], down [hidden, inner].
+  uint32_t expert_hidden() const { return static_cast<uint32_t>(config_.hidden_size); }
+  uint32_t expert_inner() const { return static_cast<uint32_t>(config_.moe_intermediate_size); }
+
+  // kInvalidArgument for an expert that does not exist.
+  Result<ExpertByteRange> expert_byte_range(int layer, int expert) const;
+
+  // Builds the expert from a buffer holding exactly its byte range (e.g. read
+  // with pread), validating every byte; the result owns copies of what it needs.
+  Result<std::unique_ptr<LoadedExpert>> expert_from_bytes(int layer, int expert, std::span<const std::byte> bytes,
+                                                          ExecutionMode mode = ExecutionMode::kFused) const;
+  // The same from the memory-mapped tensors.
+  Result<std::unique_ptr<LoadedExpert>> expert_resident(int layer, int expert,
+                                                        ExecutionMode mode = ExecutionMode::kFused) const;
+
+  // One packed field of one projection: where its bytes sit relative to the
+  // expert's range, and the mapped tensor.
+  struct FieldSlice {
+    uint64_t offset = 0;  // from the expert range's first byte
+    uint64_t nbytes = 0;
+    const io::TensorView* tensor = nullptr;
+  };
+  // Fields in file order: per projection (gate, up, down) 3 fields
+  // (ternary_dict: row_offsets, scales, codes; int: qweight, scales, zeros).
+  static constexpr size_t kFieldsPerExpert = 9;
+  struct ExpertLayout {
+    ExpertByteRange range;
+    std::array<FieldSlice, kFieldsPerExpert> fields;
+  };
+
+ private:
+  Artifact() = default;
+  Status index_experts();
+  Result<std::unique_ptr<LoadedExpert>> build_expert(int layer, int expert,
+                                                     const std::array<std::span<const std::byte>, kFieldsPerExpert>& f,
+                                                     ExecutionMode mode) const;
+
+  std::string directory_;
+  io::MoeModelConfig config_;
+  QuantizationConfig quant_;
+  std::shared_ptr<const io::SafetensorsModel> tensors_;
+  std::shared_ptr<const TernaryCodebook> codebook_;
+  std::vector<std::vector<ExpertLayout>> experts_;  // [layer][expert]; empty for dense layers
+};
+
+}  // namespace submoe::runtime

@@ -1,0 +1,49 @@
+// LinearOps over compressed expert matrices (model/linear_op.h), one per
+// representation, in two execution modes:
+//   kFused:           the fused decode + matmul kernels (kernels/ternary_gemv.h,
+//                     kernels/int_gemv.h) straight on the packed codes;
+//   kReferenceDecode: the codec's reference decoder expands the matrix once into
+//                     owned f32 memory and a dense LinearOp runs on it (the
+//                     oracle the fused path is tested against, and a fallback).
+// Ops own their packed or decoded buffers; ternary ops share the artifact's
+// codebook. forward() may run concurrently on any ops (per-thread workspaces).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "submoe/codec/int_packed.h"
+#include "submoe/codec/ternary_packed.h"
+#include "submoe/core/aligned_buffer.h"
+#include "submoe/core/status.h"
+#include "submoe/kernels/int_gemv.h"
+#include "submoe/kernels/ternary_gemv.h"
+#include "submoe/model/linear_op.h"
+#include "submoe/runtime/ternary_codebook.h"
+
+namespace submoe::runtime {
+
+enum class ExecutionMode { kFused, kReferenceDecode };
+// "fused" / "reference"
+const char* execution_mode_name(ExecutionMode mode);
+// Inverse of execution_mode_name; kInvalidArgument naming the choices otherwise.
+Result<ExecutionMode> parse_execution_mode(std::string_view name);
+
+// Fused ternary op. m must point at codebook->entries() (checked). Batches of
+// more than kMaxKernelBatch tokens run in chunks.
+Result<std::unique_ptr<model::LinearOp>> make_ternary_dict_linear(
+    ternary::PackedTernaryMatrix m, std::shared_ptr<const TernaryCodebook> codebook,
+    const kernels::TernaryGemvKernels& kernels = kernels::best_ternary_gemv_kernels());
+
+// Fused int op (m was validated by pack_int_codes / from_parts; empty is an error).
+Result<std::unique_ptr<model::LinearOp>> make_int_linear(
+    intn::PackedIntMatrix m, const kernels::IntGemvKernels& kernels = kernels::best_int_gemv_kernels());
+
+// Dense f32 op owning `weights` (rows x cols, row-major) as decoded by a
+// reference decoder; `what` names the source in describe(), e.g. "ternary_dict".
+Result<std::unique_ptr<model::LinearOp>> make_reference_decoded_linear(std::vector<float> weights, size_t rows,
+                                                                       size_t cols, std::string what);
+
+}  // namespace submoe::runtime

@@ -1,0 +1,168 @@
+// The compressed LinearOps: fused ternary dictionary, fused int, and the dense
+// op over reference-decoded weights.
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "runtime/op_workspace.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/runtime/compressed_linear.h"
+
+namespace submoe::runtime {
+namespace {
+
+using kernels::ActivationsView;
+using kernels::kMaxKernelBatch;
+using kernels::OutputView;
+
+std::string shape(size_t rows, size_t cols) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "[%zu, %zu]", rows, cols);
+  return buf;
+}
+
+std::string bits_per_weight(size_t bytes, size_t rows, size_t cols) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", 8.0 * static_cast<double>(bytes) / static_cast<double>(rows * cols));
+  return buf;
+}
+
+// Shapes are checked when the op is built and the kernels' preconditions hold
+// by construction, so a kernel error is a bug here: poison the output so it
+// cannot pass unnoticed in a release build.
+void on_kernel_error(const Status& st, float* out, size_t n) {
+  assert(st.is_ok() && "compressed LinearOp: kernel rejected its arguments");
+  (void)st;
+  std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// Tokens in chunks of at most kMaxKernelBatch; the pool only for enough work.
+template <typename RunChunk>
+void forward_chunks(size_t rows, size_t cols, const float* in, size_t n, float* out, ThreadPool* pool,
+                    const RunChunk& run) {
+  ThreadPool* p = rows * cols * n >= detail::kParallelMinMacs ? pool : nullptr;
+  for (size_t t0 = 0; t0 < n; t0 += kMaxKernelBatch) {
+    const auto nb = static_cast<uint32_t>(std::min<size_t>(kMaxKernelBatch, n - t0));
+    const Status st = run(ActivationsView::f32(in + t0 * cols, nb, cols), OutputView{out + t0 * rows, rows}, p);
+    if (!st.is_ok()) on_kernel_error(st, out + t0 * rows, nb * rows);
+  }
+}
+
+class TernaryDictLinearOp final : public model::LinearOp {
+ public:
+  TernaryDictLinearOp(ternary::PackedTernaryMatrix m, std::shared_ptr<const TernaryCodebook> cb,
+                      const kernels::TernaryGemvKernels& k)
+      : m_(std::move(m)), codebook_(std::move(cb)), kernels_(k) {}
+
+  size_t in_features() const override { return m_.cols(); }
+  size_t out_features() const override { return m_.rows(); }
+
+  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
+    const ternary::PackedTernaryView w = m_.view();
+    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
+      const std::span<float> ws = detail::thread_workspace(kernels::ternary_gemm_workspace_floats(w.cols, x.batch));
+      return kernels::gemm_ternary_dict(kernels_, codebook_->kernel_table(), w, x, y, ws, p);
+    });
+  }
+
+  std::string describe() const override {
+    return std::string("ternary_dict ") + ternary::dict_kind_name(codebook_->dictionary().kind()) + " " +
+           shape(m_.rows(), m_.cols()) + " " + bits_per_weight(weight_bytes(), m_.rows(), m_.cols()) +
+           " bits/weight, fused " + isa_name(kernels_.isa);
+  }
+  size_t weight_bytes() const override {
+    return m_.num_codes() * sizeof(uint16_t) + m_.row_offsets().size_bytes() + m_.scales().size_bytes();
+  }
+
+ private:
+  ternary::PackedTernaryMatrix m_;
+  std::shared_ptr<const TernaryCodebook> codebook_;
+  const kernels::TernaryGemvKernels& kernels_;
+};
+
+class IntLinearOp final : public model::LinearOp {
+ public:
+  IntLinearOp(intn::PackedIntMatrix m, const kernels::IntGemvKernels& k) : m_(std::move(m)), kernels_(k) {}
+
+  size_t in_features() const override { return m_.cols(); }
+  size_t out_features() const override { return m_.rows(); }
+
+  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
+    const intn::PackedIntView w = m_.view();
+    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
+      const std::span<float> ws = detail::thread_workspace(kernels::int_gemm_workspace_floats(w.cols, x.batch));
+      return kernels::gemm_int(kernels_, w, x, y, ws, p);
+    });
+  }
+
+  std::string describe() const override {
+    std::string s = "int" + std::to_string(m_.bits());
+    if (m_.group_size() != 0) s += "-g" + std::to_string(m_.group_size());
+    return s + " " + shape(m_.rows(), m_.cols()) + " " + bits_per_weight(weight_bytes(), m_.rows(), m_.cols()) +
+           " bits/weight, fused " + isa_name(kernels_.isa);
+  }
+  size_t weight_bytes() const override { return m_.storage_bytes(); }
+
+ private:
+  intn::PackedIntMatrix m_;
+  const kernels::IntGemvKernels& kernels_;
+};
+
+class ReferenceDecodedLinearOp final : public model::LinearOp {
+ public:
+  ReferenceDecodedLinearOp(std::vector<float> w, size_t rows, size_t cols, std::string what)
+      : w_(std::move(w)), dense_(model::make_dense_linear(w_.data(), model::DenseDType::kF32, rows, cols)),
+        what_(std::move(what)) {}
+
+  size_t in_features() const override { return dense_->in_features(); }
+  size_t out_features() const override { return dense_->out_features(); }
+  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
+    dense_->forward(in, n, out, pool);
+  }
+  std::string describe() const override { return what_ + " reference-decoded to " + dense_->describe(); }
+  size_t weight_bytes() const override { return dense_->weight_bytes(); }
+
+ private:
+  std::vector<float> w_;  // the dense op points into it
+  std::unique_ptr<model::LinearOp> dense_;
+  std::string what_;
+};
+
+}  // namespace
+
+const char* execution_mode_name(ExecutionMode mode) {
+  return mode == ExecutionMode::kReferenceDecode ? "reference" : "fused";
+}
+
+Result<ExecutionMode> parse_execution_mode(std::string_view name) {
+  if (name == "fused") return ExecutionMode::kFused;
+  if (name == "reference") return ExecutionMode::kReferenceDecode;
+  return invalid_argument("execution mode '" + std::string(name) + "' is not fused or reference");
+}
+
+Result<std::unique_ptr<model::LinearOp>> make_ternary_dict_linear(ternary::PackedTernaryMatrix m,
+                                                                  std::shared_ptr<const TernaryCodebook> codebook,
+                                                                  const kernels::TernaryGemvKernels& kernels) {
+  if (!codebook) return invalid_argument("ternary_dict op: no codebook");
+  if (m.dict() != codebook->entries())
+    return invalid_argument("ternary_dict op: the matrix was not built on the codebook's dictionary");
+  if (m.rows() == 0 || m.cols() == 0) return invalid_argument("ternary_dict op: empty matrix");
+  return std::unique_ptr<model::LinearOp>(new TernaryDictLinearOp(std::move(m), std::move(codebook), kernels));
+}
+
+Result<std::unique_ptr<model::LinearOp>> make_int_linear(intn::PackedIntMatrix m,
+                                                         const kernels::IntGemvKernels& kernels) {
+  if (m.rows() == 0 || m.cols() == 0) return invalid_argument("int op: empty matrix");
+  return std::unique_ptr<model::LinearOp>(new IntLinearOp(std::move(m), kernels));
+}
+
+Result<std::unique_ptr<model::LinearOp>> make_reference_decoded_linear(std::vector<float> weights, size_t rows,
+                                                                       size_t cols, std::string what) {
+  if (rows == 0 || cols == 0 || weights.size() != rows * cols)
+    return invalid_argument("reference-decoded op: " + std::to_string(weights.size()) + " weights for " +
+                            shape(rows, cols));
+  return std::unique_ptr<model::LinearOp>(new ReferenceDecodedLinearOp(std::move(weights), rows, cols, std::move(what)));
+}
+
+}  // namespace submoe::runtime
