@@ -37,6 +37,13 @@ std::vector<uint64_t> expert_popularity(const RoutingTrace& trace) {
   return counts;
 }
 
+std::vector<uint32_t> popularity_order(const std::vector<uint64_t>& popularity) {
+  std::vector<uint32_t> order(popularity.size());
+  std::iota(order.begin(), order.end(), uint32_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return popularity[a] > popularity[b]; });
+  return order;
+}
+
 namespace {
 
 using Slot = uint32_t;
@@ -54,11 +61,9 @@ std::vector<Slot> access_sequence(const RoutingTrace& trace) {
   return seq;
 }
 
-// The most popular `count` slots (ties: lower slot id first, deterministic).
+// The most popular `count` slots.
 std::vector<bool> top_slots(const std::vector<uint64_t>& popularity, uint64_t count) {
-  std::vector<Slot> order(popularity.size());
-  std::iota(order.begin(), order.end(), Slot{0});
-  std::stable_sort(order.begin(), order.end(), [&](Slot a, Slot b) { return popularity[a] > popularity[b]; });
+  const std::vector<Slot> order = popularity_order(popularity);
   std::vector<bool> pinned(popularity.size(), false);
   for (uint64_t i = 0; i < std::min<uint64_t>(count, order.size()); ++i) pinned[order[i]] = true;
   return pinned;

@@ -45,4 +45,8 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
 // Access counts per (layer * num_experts + expert) over the whole trace.
 std::vector<uint64_t> expert_popularity(const RoutingTrace& trace);
 
+// Slot indices (layer * num_experts + expert) by decreasing popularity; ties:
+// lower slot first, so the order is deterministic. Pinned policies take a prefix.
+std::vector<uint32_t> popularity_order(const std::vector<uint64_t>& popularity);
+
 }  // namespace submoe::offload

@@ -1,0 +1,76 @@
+// CachedExpertProvider: the model's ExpertProvider over the expert cache.
+// begin_layer acquires every listed expert (the misses are read together, one
+// batch), ops() hands out the pinned objects' LinearOps, end_layer releases
+// them. With a prefetcher, each begin_layer queues the experts the previous token
+// used in the next sparse layer.
+//
+// One session at a time per layer: a layer begun twice without end_layer is an
+// internal error, not a race.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "submoe/model/expert_provider.h"
+#include "submoe/offload/cache_simulator.h"
+#include "submoe/offload/expert_cache.h"
+#include "submoe/offload/expert_source.h"
+#include "submoe/offload/expert_store.h"
+#include "submoe/offload/prefetcher.h"
+
+namespace submoe::offload {
+
+class CachedExpertProvider final : public model::ExpertProvider {
+ public:
+  // `prefetcher` (may be null) must work on `cache`. `notice` is carried for
+  // reports (e.g. the store's fallback note).
+  CachedExpertProvider(std::shared_ptr<ExpertCache> cache, std::unique_ptr<Prefetcher> prefetcher, int num_layers,
+                       std::string notice = {});
+  ~CachedExpertProvider() override;
+
+  Status begin_layer(int layer, std::span<const int> experts) override;
+  model::ExpertOps ops(int layer, int expert) const override;
+  void end_layer(int layer) override;
+
+  ExpertCache& cache() const { return *cache_; }
+  const Prefetcher* prefetcher() const { return prefetcher_.get(); }
+  const std::string& notice() const { return notice_; }
+
+ private:
+  struct LayerSlot {
+    bool active = false;
+    std::vector<int> experts;  // ascending, as begun
+    std::vector<ExpertHandle> handles;
+    std::vector<int> last_experts;  // the previous begin's list (prefetch hint)
+  };
+  void queue_prefetch(int layer);
+
+  std::shared_ptr<ExpertCache> cache_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+  std::string notice_;
+  mutable std::mutex mutex_;
+  std::vector<LayerSlot> layers_;
+};
+
+struct OffloadOptions {
+  ExpertStoreOptions store;  // backend, fallback, batch threads
+  CachePolicy policy = CachePolicy::kLru;
+  uint64_t budget_bytes = 0;
+  double hybrid_pinned_fraction = 0.5;
+  // pinned / hybrid: access counts per (layer * num_experts + expert), e.g.
+  // expert_popularity() of a profiling trace; the most popular experts that fit
+  // the pinned share of the budget (by their byte range length) are pinned.
+  std::vector<uint64_t> popularity;
+  bool prefetch = false;
+};
+
+// Opens the source's file with the store options and builds cache, optional
+// prefetcher and provider.
+Result<std::unique_ptr<CachedExpertProvider>> make_cached_expert_provider(std::shared_ptr<const ExpertSource> source,
+                                                                          const OffloadOptions& options);
+
+}  // namespace submoe::offload

@@ -1,0 +1,127 @@
+#include "submoe/offload/cached_expert_provider.h"
+
+#include <algorithm>
+
+namespace submoe::offload {
+
+CachedExpertProvider::CachedExpertProvider(std::shared_ptr<ExpertCache> cache, std::unique_ptr<Prefetcher> prefetcher,
+                                           int num_layers, std::string notice)
+    : cache_(std::move(cache)),
+      prefetcher_(std::move(prefetcher)),
+      notice_(std::move(notice)),
+      layers_(static_cast<size_t>(std::max(0, num_layers))) {}
+
+CachedExpertProvider::~CachedExpertProvider() {
+  // The prefetcher's thread works on the cache: stop it before anything else goes.
+  prefetcher_.reset();
+  layers_.clear();
+}
+
+Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts) {
+  if (layer < 0 || static_cast<size_t>(layer) >= layers_.size())
+    return invalid_argument("expert provider: layer " + std::to_string(layer) + " out of range (" +
+                            std::to_string(layers_.size()) + " layers)");
+  if (!std::is_sorted(experts.begin(), experts.end()) ||
+      std::adjacent_find(experts.begin(), experts.end()) != experts.end())
+    return invalid_argument("expert provider: layer " + std::to_string(layer) + " experts are not ascending and distinct");
+  std::vector<ExpertKey> keys;
+  keys.reserve(experts.size());
+  for (int e : experts) keys.push_back({layer, e});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    LayerSlot& slot = layers_[static_cast<size_t>(layer)];
+    if (slot.active)
+      return internal_error("expert provider: layer " + std::to_string(layer) + " begun again before end_layer");
+    slot.active = true;
+  }
+  // Loading happens without the provider lock: another layer may proceed meanwhile.
+  Result<std::vector<ExpertHandle>> handles = cache_->acquire(keys);
+  std::lock_guard<std::mutex> lock(mutex_);
+  LayerSlot& slot = layers_[static_cast<size_t>(layer)];
+  if (!handles.is_ok()) {
+    slot.active = false;
+    return handles.status();
+  }
+  slot.experts.assign(experts.begin(), experts.end());
+  slot.handles = std::move(handles).value();
+  slot.last_experts = slot.experts;
+  if (prefetcher_) queue_prefetch(layer);
+  return Status::ok();
+}
+
+// The next layer that has run before (wrapping to the first: the next token),
+// with the experts it used last time: consecutive tokens share many experts.
+void CachedExpertProvider::queue_prefetch(int layer) {
+  const size_t n = layers_.size();
+  for (size_t step = 1; step <= n; ++step) {
+    const size_t next = (static_cast<size_t>(layer) + step) % n;
+    const LayerSlot& s = layers_[next];
+    if (s.last_experts.empty()) continue;
+    if (next == static_cast<size_t>(layer)) return;  // only this layer has history
+    std::vector<ExpertKey> keys;
+    keys.reserve(s.last_experts.size());
+    for (int e : s.last_experts) keys.push_back({static_cast<int32_t>(next), e});
+    prefetcher_->submit(std::move(keys));
+    return;
+  }
+}
+
+model::ExpertOps CachedExpertProvider::ops(int layer, int expert) const {
+  // No lock: the slot is only written by begin/end_layer of this layer, which the
+  // caller orders around its ops() calls.
+  const LayerSlot& slot = layers_[static_cast<size_t>(layer)];
+  const auto it = std::lower_bound(slot.experts.begin(), slot.experts.end(), expert);
+  if (it == slot.experts.end() || *it != expert) return {};
+  return slot.handles[static_cast<size_t>(it - slot.experts.begin())].as<ExpertObject>().ops();
+}
+
+void CachedExpertProvider::end_layer(int layer) {
+  if (layer < 0 || static_cast<size_t>(layer) >= layers_.size()) return;
+  std::vector<ExpertHandle> released;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    LayerSlot& slot = layers_[static_cast<size_t>(layer)];
+    released = std::move(slot.handles);
+    slot.handles.clear();
+    slot.experts.clear();
+    slot.active = false;
+  }
+  // Released outside the provider lock: releasing may evict and free memory.
+}
+
+Result<std::unique_ptr<CachedExpertProvider>> make_cached_expert_provider(std::shared_ptr<const ExpertSource> source,
+                                                                          const OffloadOptions& options) {
+  if (!source) return invalid_argument("offload: no expert source");
+  const int L = source->num_layers(), E = source->num_experts();
+  if (L <= 0 || E <= 0) return invalid_argument("offload: the expert source has no layers or no experts");
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<ExpertStore> store, ExpertStore::open(source->file_path(), options.store));
+  const std::string notice = store->notice();
+  auto loader = std::make_shared<StoreExpertLoader>(source, std::shared_ptr<ExpertStore>(std::move(store)));
+
+  ExpertCacheOptions cache_options;
+  cache_options.policy = options.policy;
+  cache_options.budget_bytes = options.budget_bytes;
+  cache_options.hybrid_pinned_fraction = options.hybrid_pinned_fraction;
+  if (options.policy == CachePolicy::kPinned || options.policy == CachePolicy::kHybrid) {
+    const size_t slots = static_cast<size_t>(L) * static_cast<size_t>(E);
+    if (options.popularity.size() != slots)
+      return invalid_argument(std::string("offload: the ") + cache_policy_name(options.policy) +
+                              " policy needs a popularity profile of " + std::to_string(slots) +
+                              " (layer, expert) counts, got " + std::to_string(options.popularity.size()));
+    if (!(options.hybrid_pinned_fraction >= 0.0 && options.hybrid_pinned_fraction <= 1.0))
+      return invalid_argument("offload: hybrid pinned fraction must be within [0, 1]");
+    const uint64_t pinned_budget =
+        options.policy == CachePolicy::kPinned
+            ? options.budget_bytes
+            : static_cast<uint64_t>(options.hybrid_pinned_fraction * static_cast<double>(options.budget_bytes));
+    cache_options.pinned = select_pinned_experts(options.popularity, static_cast<uint32_t>(E), pinned_budget,
+                                                 [&](ExpertKey k) { return loader->estimate_charge(k); });
+  }
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<ExpertCache> cache, ExpertCache::create(cache_options, loader));
+  std::shared_ptr<ExpertCache> shared(std::move(cache));
+  std::unique_ptr<Prefetcher> prefetcher;
+  if (options.prefetch) prefetcher = std::make_unique<Prefetcher>(shared.get());
+  return std::make_unique<CachedExpertProvider>(shared, std::move(prefetcher), L, notice);
+}
+
+}  // namespace submoe::offload

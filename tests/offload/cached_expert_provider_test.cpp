@@ -1,0 +1,275 @@
+// CachedExpertProvider end to end: the qwen3_moe fixture's experts are written to
+// a file in a test layout, paged back through store + cache (+ prefetcher) by a
+// source that builds dense LinearOps over the read buffers, and the model's
+// logits must be bit-identical to the resident checkpoint's for every budget,
+// policy and I/O backend.
+#include "submoe/offload/cached_expert_provider.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "offload_test_util.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/io/safetensors.h"
+#include "submoe/model/architecture.h"
+#include "submoe/model/moe_model.h"
+
+namespace submoe::offload {
+namespace {
+
+const std::string kFixture = std::string(SUBMOE_SOURCE_DIR) + "/tests/fixtures/qwen3_moe";
+constexpr uint32_t kMagic = 0x54525058;  // "XPRT"
+
+// Test layout: 100 junk bytes, then per (layer, expert): a 16-byte header
+// {magic, layer, expert, 0}, gate [I, H], up [I, H], down [H, I] as f32, then a
+// 12-byte gap. Offsets stay 4-aligned but not block-aligned, so unbuffered reads
+// hand out windows that start mid-block.
+class DenseFileSource final : public ExpertSource {
+ public:
+  DenseFileSource(std::string path, int layers, int experts, size_t hidden, size_t inner)
+      : path_(std::move(path)), layers_(layers), experts_(experts), H_(hidden), I_(inner) {}
+
+  int num_layers() const override { return layers_; }
+  int num_experts() const override { return experts_; }
+  const std::string& file_path() const override { return path_; }
+  uint64_t expert_bytes() const { return 16 + 3 * H_ * I_ * sizeof(float); }
+
+  Result<ByteRange> byte_range(ExpertKey key) const override {
+    if (key.layer < 0 || key.layer >= layers_ || key.expert < 0 || key.expert >= experts_)
+      return invalid_argument("no " + to_string(key));
+    const uint64_t index = static_cast<uint64_t>(key.layer) * static_cast<uint64_t>(experts_) + static_cast<uint64_t>(key.expert);
+    return ByteRange{100 + index * (expert_bytes() + 12), expert_bytes()};
+  }
+
+  Result<std::unique_ptr<ExpertObject>> decode(ExpertKey key, IoBuffer&& bytes) const override {
+    if (bytes.size() != expert_bytes()) return corrupt_data("expert record has " + std::to_string(bytes.size()) + " bytes");
+    uint32_t header[4];
+    std::memcpy(header, bytes.bytes().data(), sizeof(header));
+    if (header[0] != kMagic || header[1] != static_cast<uint32_t>(key.layer) || header[2] != static_cast<uint32_t>(key.expert))
+      return corrupt_data("expert record header does not match");
+    return std::unique_ptr<ExpertObject>(new Object(std::move(bytes), H_, I_));
+  }
+
+ private:
+  // Computes on the read buffer in place (no copy): the ops view its f32 data.
+  class Object final : public ExpertObject {
+   public:
+    Object(IoBuffer bytes, size_t H, size_t I) : bytes_(std::move(bytes)) {
+      const float* w = reinterpret_cast<const float*>(bytes_.bytes().data() + 16);
+      gate_ = model::make_dense_linear(w, model::DenseDType::kF32, I, H);
+      up_ = model::make_dense_linear(w + I * H, model::DenseDType::kF32, I, H);
+      down_ = model::make_dense_linear(w + 2 * I * H, model::DenseDType::kF32, H, I);
+    }
+    model::ExpertOps ops() const override { return {gate_.get(), up_.get(), down_.get()}; }
+    uint64_t resident_bytes() const override { return bytes_.size(); }
+
+   private:
+    IoBuffer bytes_;
+    std::unique_ptr<model::LinearOp> gate_, up_, down_;
+  };
+
+  std::string path_;
+  int layers_, experts_;
+  size_t H_, I_;
+};
+
+struct Fixture {
+  io::MoeModelConfig config;
+  std::unique_ptr<model::MoeModel> resident;
+  testing::TempDir dir;
+  std::shared_ptr<DenseFileSource> source;
+  std::vector<uint8_t> file;
+};
+
+// Writes the fixture's experts in the test layout and opens the resident model.
+std::unique_ptr<Fixture> make_fixture() {
+  auto f = std::make_unique<Fixture>();
+  auto config = io::load_hf_config(kFixture);
+  EXPECT_TRUE(config.is_ok()) << config.status().to_string();
+  f->config = *config;
+  auto resident = model::MoeModel::load(kFixture);
+  EXPECT_TRUE(resident.is_ok()) << resident.status().to_string();
+  f->resident = std::move(resident).value();
+  auto st = io::SafetensorsModel::open(kFixture);
+  EXPECT_TRUE(st.is_ok());
+  const int L = static_cast<int>(f->config.num_hidden_layers), E = static_cast<int>(f->config.num_experts);
+  const size_t H = static_cast<size_t>(f->config.hidden_size);
+  const size_t I = static_cast<size_t>(f->config.moe_intermediate_size);
+  f->source = std::make_shared<DenseFileSource>(f->dir.file("experts.bin"), L, E, H, I);
+  f->file = testing::random_bytes(100, 1);
+  for (int l = 0; l < L; ++l)
+    for (int e = 0; e < E; ++e) {
+      const uint32_t header[4] = {kMagic, static_cast<uint32_t>(l), static_cast<uint32_t>(e), 0};
+      const auto* hb = reinterpret_cast<const uint8_t*>(header);
+      f->file.insert(f->file.end(), hb, hb + sizeof(header));
+      for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+        const std::string name = "model.layers." + std::to_string(l) + ".mlp.experts." + std::to_string(e) + "." + proj + ".weight";
+        const io::TensorView* t = (*st)->find(name);
+        EXPECT_NE(t, nullptr) << name;
+        auto w = io::to_f32(*t);
+        EXPECT_TRUE(w.is_ok());
+        const auto* wb = reinterpret_cast<const uint8_t*>(w->data());
+        f->file.insert(f->file.end(), wb, wb + w->size() * sizeof(float));
+      }
+      const std::vector<uint8_t> gap = testing::random_bytes(12, static_cast<uint32_t>(l * 100 + e));
+      f->file.insert(f->file.end(), gap.begin(), gap.end());
+    }
+  testing::write_bytes(f->source->file_path(), f->file);
+  return f;
+}
+
+Result<std::unique_ptr<model::MoeModel>> model_with(const Fixture& f, std::unique_ptr<model::ExpertProvider> provider) {
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(kFixture));
+  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w,
+                          model::load_checkpoint_weights(f.config, model::adapter_for(f.config.architecture),
+                                                         std::shared_ptr<const io::SafetensorsModel>(std::move(st))));
+  w.experts = std::move(provider);
+  return model::MoeModel::create(f.config, std::move(w));
+}
+
+// Prefill of 9 tokens (all logits), then 6 greedy-free decode steps on fixed
+// tokens (last logits); everything concatenated.
+Result<std::vector<float>> run_tokens(const model::MoeModel& m, ThreadPool* pool,
+                                      std::vector<uint64_t>* popularity = nullptr) {
+  model::Session session(m, pool);
+  const size_t E = static_cast<size_t>(m.config().num_experts);
+  if (popularity) {
+    popularity->assign(static_cast<size_t>(m.config().num_hidden_layers) * E, 0);
+    session.set_routing_observer([&](int layer, size_t, const model::Routing& r) {
+      for (int32_t e : r.experts) (*popularity)[static_cast<size_t>(layer) * E + static_cast<size_t>(e)]++;
+    });
+  }
+  std::mt19937 rng(17);
+  const int vocab = static_cast<int>(m.config().vocab_size);
+  std::vector<int32_t> prompt(9);
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  std::vector<float> all, logits;
+  SUBMOE_RETURN_IF_ERROR(session.forward(prompt, model::LogitsMode::kAll, &logits));
+  all.insert(all.end(), logits.begin(), logits.end());
+  for (int step = 0; step < 6; ++step) {
+    const int32_t tok = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+    SUBMOE_RETURN_IF_ERROR(session.forward(std::span<const int32_t>(&tok, 1), model::LogitsMode::kLast, &logits));
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+struct Config {
+  CachePolicy policy;
+  IoBackend io;
+  bool prefetch;
+};
+
+TEST(CachedExpertProvider, LogitsMatchTheResidentModelForEveryBudget) {
+  auto f = make_fixture();
+  ThreadPool pool(3);
+  std::vector<uint64_t> popularity;
+  auto want = run_tokens(*f->resident, &pool, &popularity);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  const uint64_t all_bytes = static_cast<uint64_t>(f->source->num_layers() * f->source->num_experts()) * f->source->expert_bytes();
+  const Config configs[] = {
+      {CachePolicy::kLru, IoBackend::kPread, false},  {CachePolicy::kLru, IoBackend::kUring, true},
+      {CachePolicy::kLfu, IoBackend::kDirect, false}, {CachePolicy::kHybrid, IoBackend::kPread, true},
+      {CachePolicy::kPinned, IoBackend::kUringDirect, true},
+  };
+  for (const Config& c : configs) {
+    for (double fraction : {0.0, 0.25, 1.0}) {
+      const std::string what = std::string(cache_policy_name(c.policy)) + "/" + io_backend_name(c.io) +
+                               (c.prefetch ? "/prefetch" : "") + " budget " + std::to_string(fraction);
+      OffloadOptions o;
+      o.store.backend = c.io;
+      o.policy = c.policy;
+      o.budget_bytes = static_cast<uint64_t>(fraction * static_cast<double>(all_bytes));
+      o.prefetch = c.prefetch;
+      if (c.policy == CachePolicy::kPinned || c.policy == CachePolicy::kHybrid) o.popularity = popularity;
+      auto provider = make_cached_expert_provider(f->source, o);
+      ASSERT_TRUE(provider.is_ok()) << what << ": " << provider.status().to_string();
+      CachedExpertProvider* raw = provider->get();
+      auto m = model_with(*f, std::move(provider).value());
+      ASSERT_TRUE(m.is_ok()) << what << ": " << m.status().to_string();
+      auto got = run_tokens(**m, &pool);
+      ASSERT_TRUE(got.is_ok()) << what << ": " << got.status().to_string();
+      ASSERT_EQ(got->size(), want->size()) << what;
+      EXPECT_EQ(std::memcmp(got->data(), want->data(), want->size() * sizeof(float)), 0) << what;
+
+      const CacheStats s = raw->cache().stats();
+      EXPECT_LE(s.resident_bytes, o.budget_bytes) << what;  // nothing is in use any more
+      if (fraction == 0.0) {
+        EXPECT_EQ(s.total.hits, 0u) << what;
+      }
+      uint64_t used_slots = 0;
+      for (uint64_t p : popularity) used_slots += p > 0 ? 1 : 0;
+      if (fraction == 0.25) {
+        EXPECT_GT(s.total.evictions, 0u) << what;  // the budget binds
+        EXPECT_GT(s.total.hits, 0u) << what;
+      }
+      if (fraction == 1.0) {
+        // Everything fits: nothing leaves, and prefetch guesses (experts used
+        // before) never bring in anything the run did not use.
+        EXPECT_EQ(s.total.evictions, 0u) << what;
+        EXPECT_EQ(s.resident_entries, used_slots) << what;
+      }
+      if (fraction == 1.0 && !c.prefetch) {
+        EXPECT_EQ(s.total.misses, used_slots) << what;  // each loaded once
+      }
+      if (!raw->notice().empty()) std::printf("[ info ] %s: %s\n", what.c_str(), raw->notice().c_str());
+    }
+  }
+}
+
+TEST(CachedExpertProvider, CorruptExpertRecordFailsTheForwardNamingIt) {
+  auto f = make_fixture();
+  // Break every expert's header (its layer field), so whichever the router
+  // picks first is found corrupt.
+  for (int l = 0; l < f->source->num_layers(); ++l)
+    for (int e = 0; e < f->source->num_experts(); ++e) {
+      auto r = f->source->byte_range({l, e});
+      ASSERT_TRUE(r.is_ok());
+      f->file[r->offset + 4] ^= 0xFF;
+    }
+  testing::write_bytes(f->source->file_path(), f->file);
+  OffloadOptions o;
+  o.budget_bytes = 1 << 20;
+  auto provider = make_cached_expert_provider(f->source, o);
+  ASSERT_TRUE(provider.is_ok());
+  auto m = model_with(*f, std::move(provider).value());
+  ASSERT_TRUE(m.is_ok());
+  auto got = run_tokens(**m, nullptr);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_EQ(got.status().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(got.status().message().find("layer 0 expert"), std::string::npos) << got.status().message();
+  EXPECT_NE(got.status().message().find(f->source->file_path()), std::string::npos) << got.status().message();
+}
+
+TEST(CachedExpertProvider, FactoryAndProviderRejectBadInput) {
+  auto f = make_fixture();
+  OffloadOptions o;
+  o.policy = CachePolicy::kPinned;  // without a profile
+  EXPECT_EQ(make_cached_expert_provider(f->source, o).status().code(), ErrorCode::kInvalidArgument);
+  o.popularity.assign(3, 1);  // wrong size
+  EXPECT_EQ(make_cached_expert_provider(f->source, o).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(make_cached_expert_provider(nullptr, OffloadOptions{}).status().code(), ErrorCode::kInvalidArgument);
+  auto missing = std::make_shared<DenseFileSource>(f->dir.file("nope.bin"), 2, 8, 64, 16);
+  EXPECT_EQ(make_cached_expert_provider(missing, OffloadOptions{}).status().code(), ErrorCode::kNotFound);
+
+  auto provider = make_cached_expert_provider(f->source, OffloadOptions{});
+  ASSERT_TRUE(provider.is_ok());
+  CachedExpertProvider& p = **provider;
+  const std::vector<int> ok = {1, 4}, unsorted = {4, 1}, missing_expert = {1, 99};
+  EXPECT_EQ(p.begin_layer(7, ok).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(p.begin_layer(0, unsorted).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(p.begin_layer(0, missing_expert).code(), ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(p.begin_layer(0, ok).is_ok());
+  EXPECT_EQ(p.begin_layer(0, ok).code(), ErrorCode::kInternal);  // not ended yet
+  EXPECT_NE(p.ops(0, 4).gate, nullptr);
+  EXPECT_EQ(p.ops(0, 2).gate, nullptr);  // not listed
+  p.end_layer(0);
+  ASSERT_TRUE(p.begin_layer(0, ok).is_ok());
+  p.end_layer(0);
+}
+
+}  // namespace
+}  // namespace submoe::offload

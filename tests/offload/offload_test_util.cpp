@@ -1,0 +1,127 @@
+#include "offload_test_util.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace submoe::offload::testing {
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const auto base = std::filesystem::temp_directory_path();
+  for (;;) {
+    const std::string candidate =
+        (base / ("submoe_offload_" + std::to_string(::getpid()) + "_" + std::to_string(counter++))).string();
+    std::error_code ec;
+    if (std::filesystem::create_directory(candidate, ec)) {
+      path_ = candidate;
+      return;
+    }
+    if (ec) throw std::runtime_error("cannot create " + candidate + ": " + ec.message());
+  }
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(rng());
+  return v;
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+uint64_t canary_word(ExpertKey k, size_t i) {
+  uint64_t x = (uint64_t{static_cast<uint32_t>(k.layer)} << 40) ^ (uint64_t{static_cast<uint32_t>(k.expert)} << 16) ^ i;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+CanaryObject::CanaryObject(ExpertKey k, std::atomic<int>* live_count) : key(k), live(live_count) {
+  for (size_t i = 0; i < kWords; ++i) words[i] = canary_word(k, i);
+  live->fetch_add(1);
+}
+
+CanaryObject::~CanaryObject() {
+  for (uint64_t& w : words) w = 0xdeaddeaddeaddeadULL;
+  live->fetch_sub(1);
+}
+
+bool CanaryObject::intact(ExpertKey k) const {
+  if (key != k) return false;
+  for (size_t i = 0; i < kWords; ++i)
+    if (words[i] != canary_word(k, i)) return false;
+  return true;
+}
+
+Status FakeLoader::load(std::span<const ExpertKey> keys, std::span<LoadedExpert> out) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++calls_;
+    for (const ExpertKey& k : keys) {
+      ++loads_[k];
+      if (gated_.count(k) != 0) {
+        entered_.insert(k);
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return gated_.count(k) == 0; });
+      }
+    }
+    for (const ExpertKey& k : keys)
+      if (failing_.count(k) != 0) return io_error("fake loader: cannot load " + to_string(k));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i].object = std::make_shared<const CanaryObject>(keys[i], &live_);
+    out[i].charge_bytes = estimate_charge(keys[i]);
+    out[i].bytes_read = estimate_charge(keys[i]) + 1;  // distinguishable from the charge
+  }
+  return Status::ok();
+}
+
+void FakeLoader::fail(ExpertKey key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failing_.insert(key);
+}
+
+void FakeLoader::close_gate(ExpertKey key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  gated_.insert(key);
+}
+
+void FakeLoader::open_gate(ExpertKey key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gated_.erase(key);
+  }
+  cv_.notify_all();
+}
+
+void FakeLoader::wait_entered(ExpertKey key) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return entered_.count(key) != 0; });
+}
+
+int FakeLoader::load_count(ExpertKey key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = loads_.find(key);
+  return it == loads_.end() ? 0 : it->second;
+}
+
+int FakeLoader::calls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return calls_;
+}
+
+}  // namespace submoe::offload::testing
