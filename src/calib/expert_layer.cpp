@@ -266,7 +266,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
         const ExpertWork& w = work[i];
         // An expert without calibration tokens is RTN by design (counted in
         // experts_without_tokens); a fallback is a failed factorization.
-        if (w.stats[p].rtn_fallback && !et[g0 + i].hessian.empty()) {
+        if (use_gptq && w.stats[p].rtn_fallback && !et[g0 + i].hessian.empty()) {
           ++report->rtn_fallbacks;
           report->fallback_matrices.push_back("layer " + std::to_string(layer) + " expert " +
                                               std::to_string(g0 + i) + " " + proj_name(p) + ": " +

@@ -1,8 +1,35 @@
 #include "submoe/core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SUBMOE_CPU_RELAX() _mm_pause()
+#else
+#define SUBMOE_CPU_RELAX() ((void)0)
+#endif
 
 namespace submoe {
+namespace {
+
+// How long a thread polls for the next hand-off before it sleeps on the
+// condition variable: long enough to bridge the serial gaps between the
+// parallel ops of one decode step, short enough not to burn a core when idle.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// Polls `done()` for up to kSpin; true when it became true.
+template <typename Pred>
+bool spin_until(Pred done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    SUBMOE_CPU_RELAX();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+}  // namespace
 
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -17,7 +44,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -26,18 +53,20 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
+    spin_until([&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; });
     const std::function<void(int)>* job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      if (stop_.load()) return;
+      seen = generation_.load();
       job = job_;
     }
     (*job)(index);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the mutex, so the caller cannot miss it between its check and its wait.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -50,13 +79,16 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+    pending_.store(num_threads_ - 1, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   wake_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_.load() == 0; });
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   job_ = nullptr;
 }
 

@@ -1,8 +1,13 @@
 // A fixed-size thread pool with a blocking parallel_for. Pools are created by the
 // caller (CLI, runtime) and injected into kernels and pipelines; nothing here is
 // global. A pool of size 1 runs everything on the calling thread.
+//
+// Hand-offs spin briefly before blocking: decode issues thousands of small
+// parallel ops per token, and a futex wake-up on a shared VM costs tens of
+// microseconds, more than the op itself (docs/perf-notes.md, thread pool).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -40,9 +45,10 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   const std::function<void(int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Written under mutex_, read without it by spinning threads.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // Number of hardware threads (>= 1).
