@@ -1,6 +1,4 @@
 // compress_model: the sequential layer-by-layer pipeline (include/submoe/calib/compress.h).
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +11,7 @@
 #include "layer_packer.h"
 #include "submoe/calib/calibration_set.h"
 #include "submoe/calib/compress.h"
+#include "submoe/core/memory_usage.h"
 #include "submoe/core/sha256.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/io/file_util.h"
@@ -29,12 +28,6 @@ using nlohmann::json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-}
 
 // SHA-256 over the checkpoint's config.json and safetensors files (name + bytes).
 Result<std::string> checkpoint_hash(const std::string& model_dir, const io::SafetensorsModel& src) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/model_loading.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/eval/next_token_loss.h"
 #include "submoe/io/file_util.h"
@@ -19,23 +20,21 @@ namespace submoe::cli {
 namespace {
 
 struct EvalOptions {
-  std::string model;
+  ModelFlags m;
   std::string text;
   size_t context = 512;
   size_t max_tokens = 0;
   int threads = 0;
   bool json = false;
-  std::string execution = "fused";
 };
 
 Status run_eval(const EvalOptions& o) {
   if (o.threads < 0) return invalid_argument("--threads must be >= 0");
   if (o.context < 2) return invalid_argument("--ctx must be at least 2");
-  runtime::ArtifactModelOptions load_options;
-  SUBMOE_ASSIGN_OR_RETURN(load_options.execution, runtime::parse_execution_mode(o.execution));
-  const bool artifact = runtime::is_artifact(o.model);
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, runtime::load_model_or_artifact(o.model, load_options));
-  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.model));
+  SUBMOE_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_for_command(o.m));
+  const std::unique_ptr<model::MoeModel>& m = loaded.model;
+  const bool artifact = loaded.artifact;
+  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
   SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_file_to_string(o.text));
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int32_t> ids = tok.encode(text, /*add_special_tokens=*/false);
@@ -58,7 +57,7 @@ Status run_eval(const EvalOptions& o) {
 
   if (o.json) {
     nlohmann::json j;
-    j["model"] = o.model;
+    j["model"] = o.m.model;
     j["text"] = o.text;
     j["ctx"] = o.context;
     j["tokens_in_file"] = ids.size();
@@ -72,16 +71,16 @@ Status run_eval(const EvalOptions& o) {
     j["tokenize_seconds"] = tokenize_s;
     j["threads"] = threads;
     j["artifact"] = artifact;
-    j["execution"] = artifact ? nlohmann::json(runtime::execution_mode_name(load_options.execution)) : nlohmann::json(nullptr);
+    j["execution"] = artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr);
+    j["expert_cache"] = offload_json(loaded, o.m);
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("%s on %s: %zu tokens scored in %zu windows of %zu\n", o.model.c_str(), o.text.c_str(),
+    std::printf("%s on %s: %zu tokens scored in %zu windows of %zu\n", o.m.model.c_str(), o.text.c_str(),
                 r.tokens_scored, r.windows, o.context);
     std::printf("nll %.4f nats/token  ppl %.3f  (%.2f s, %.1f tokens/s, %d threads%s)\n", r.nll, r.ppl, r.seconds,
                 r.tokens_per_s, threads,
-                artifact ? (std::string(", artifact, ") + runtime::execution_mode_name(load_options.execution) +
-                            " experts").c_str()
-                         : "");
+                artifact ? (", artifact, " + loaded.execution + " experts").c_str() : "");
+    if (loaded.offload) std::printf("%s\n", offload_summary(loaded).substr(3).c_str());
   }
   return Status::ok();
 }
@@ -100,7 +99,7 @@ void setup_eval(CLI::App& root) {
       "run through the model per second), windows, ctx, tokens_in_file, tokens_processed, threads,\n"
       "artifact (true/false) and execution (fused/reference, null for a checkpoint).\n"
       "Progress goes to stderr every ~2 s.");
-  cmd->add_option("--model", o->model,
+  cmd->add_option("--model", o->m.model,
                   "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")
       ->required();
   cmd->add_option("--text", o->text, "UTF-8 text file to score")->required();
@@ -108,12 +107,7 @@ void setup_eval(CLI::App& root) {
   cmd->add_option("--max-tokens", o->max_tokens, "use only the first N tokens of the file; 0 = all")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
-  cmd->add_option("--execution", o->execution,
-                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
-                  "'reference' decodes every expert once at load to dense f32 with the reference decoder\n"
-                  "(4 bytes per weight in memory; the oracle the fused kernels are tested against)")
-      ->check(CLI::IsMember({"fused", "reference"}))
-      ->capture_default_str();
+  add_model_flags(cmd, &o->m);
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o] { report("eval", run_eval(*o)); });
 }

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/model_loading.h"
+#include "submoe/core/memory_usage.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/io/file_util.h"
 #include "submoe/io/tokenizer.h"
@@ -21,7 +23,7 @@ namespace submoe::cli {
 namespace {
 
 struct RunOptions {
-  std::string model;
+  ModelFlags m;
   std::string prompt;
   int max_new_tokens = 128;
   float temperature = 0.0f;
@@ -30,7 +32,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool ignore_eos = false;
-  std::string execution = "fused";
+  bool json = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -65,18 +67,15 @@ Status run(const RunOptions& o) {
   const model::SamplerOptions sampling{o.temperature, o.top_k, o.top_p, o.seed};
   SUBMOE_RETURN_IF_ERROR(model::validate(sampling));
 
-  runtime::ArtifactModelOptions load_options;
-  SUBMOE_ASSIGN_OR_RETURN(load_options.execution, runtime::parse_execution_mode(o.execution));
-  const bool artifact = runtime::is_artifact(o.model);
-
   const auto t_load = Clock::now();
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> m, runtime::load_model_or_artifact(o.model, load_options));
-  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.model));
+  SUBMOE_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_for_command(o.m));
+  const std::unique_ptr<model::MoeModel>& m = loaded.model;
+  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
   const double load_s = seconds_since(t_load);
 
   std::set<int64_t> eos(m->eos_token_ids().begin(), m->eos_token_ids().end());
   if (tok.eos_id()) eos.insert(*tok.eos_id());
-  SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.model, &eos));
+  SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.m.model, &eos));
 
   std::vector<int32_t> ids = tok.encode(o.prompt, /*add_special_tokens=*/true);
   if (ids.empty()) {
@@ -97,6 +96,7 @@ Status run(const RunOptions& o) {
   const double prefill_s = seconds_since(t_prefill);
 
   int generated = 0, decode_steps = 0;
+  std::string text;
   bool hit_eos = false;
   const auto t_decode = Clock::now();
   while (generated < o.max_new_tokens) {
@@ -107,26 +107,48 @@ Status run(const RunOptions& o) {
     }
     ++generated;
     const std::string piece = stream.step(next);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+    if (o.json) {
+      text += piece;
+    } else {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
     if (generated == o.max_new_tokens) break;
     const int32_t one[1] = {next};
     SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
     ++decode_steps;
   }
   const double decode_s = seconds_since(t_decode);
+  auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
+  if (o.json) {
+    nlohmann::json j = {{"model", o.m.model},
+                         {"artifact", loaded.artifact},
+                         {"execution", loaded.artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr)},
+                         {"text", text},
+                         {"prompt_tokens", ids.size()},
+                         {"generated", generated},
+                         {"stop", hit_eos ? "eos" : "length"},
+                         {"load_seconds", load_s},
+                         {"prefill_seconds", prefill_s},
+                         {"prefill_tokens_per_s", rate(static_cast<double>(ids.size()), prefill_s)},
+                         {"decode_steps", decode_steps},
+                         {"decode_seconds", decode_s},
+                         {"decode_tokens_per_s", rate(decode_steps, decode_s)},
+                         {"threads", threads},
+                         {"peak_rss_mb", peak_rss_mb()},
+                         {"expert_cache", offload_json(loaded, o.m)}};
+    std::cout << j.dump() << "\n";
+    return Status::ok();
+  }
   std::fputc('\n', stdout);
   std::fflush(stdout);
-
-  auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   std::fprintf(stderr,
                "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
-               "(%.1f tok/s) | %d generated, stop: %s | %d threads%s\n",
-               o.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
+               "(%.1f tok/s) | %d generated, stop: %s | %d threads%s%s\n",
+               o.m.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
                decode_steps, decode_s, rate(decode_steps, decode_s), generated, hit_eos ? "eos" : "length", threads,
-               artifact ? (std::string(" | artifact, ") + runtime::execution_mode_name(load_options.execution) +
-                           " experts").c_str()
-                        : "");
+               loaded.artifact ? (" | artifact, " + loaded.execution + " experts").c_str() : "",
+               offload_summary(loaded).c_str());
   return Status::ok();
 }
 
@@ -144,7 +166,7 @@ void setup_run(CLI::App& root) {
       "eos_token_id, or the tokenizer's EOS). A summary goes to stderr: load time, prefill and\n"
       "decode tokens/s (decode counts the forward passes after the prompt), stop reason, and for an\n"
       "artifact the execution mode.");
-  cmd->add_option("--model", o->model,
+  cmd->add_option("--model", o->m.model,
                   "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")
       ->required();
   cmd->add_option("--prompt", o->prompt, "prompt text")->required();
@@ -158,13 +180,11 @@ void setup_run(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed of the sampler (same seed, same text)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
-  cmd->add_option("--execution", o->execution,
-                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
-                  "'reference' decodes every expert once at load to dense f32 with the reference decoder\n"
-                  "(4 bytes per weight in memory; the oracle the fused kernels are tested against)")
-      ->check(CLI::IsMember({"fused", "reference"}))
-      ->capture_default_str();
+  add_model_flags(cmd, &o->m);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
+  cmd->add_flag("--json", o->json,
+                "print one JSON object (text, prefill/decode tokens/s, peak RSS, expert-cache figures) instead of\n"
+                "streaming the text");
   cmd->callback([o] { report("run", run(*o)); });
 }
 

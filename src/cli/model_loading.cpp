@@ -1,0 +1,92 @@
+#include "cli/model_loading.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "submoe/runtime/artifact_model.h"
+
+namespace submoe::cli {
+
+void add_model_flags(CLI::App* cmd, ModelFlags* f) {
+  cmd->add_option("--execution", f->execution,
+                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
+                  "'reference' decodes every expert to dense f32 with the reference decoder (4 bytes per\n"
+                  "weight in memory; the oracle the fused kernels are tested against)")
+      ->check(CLI::IsMember({"fused", "reference"}))
+      ->capture_default_str();
+  cmd->add_option("--expert-cache-mb", f->offload.expert_cache_mb,
+                  "artifacts: > 0 pages the routed experts from disk into a DRAM cache of this many MB\n"
+                  "(dense weights stay resident); 0 = every expert resident")
+      ->capture_default_str();
+  cmd->add_option("--cache-policy", f->offload.cache_policy,
+                  "lru | lfu | pinned (the profile's most popular experts stay resident) | hybrid (a pinned\n"
+                  "fraction plus LRU over the rest)")
+      ->capture_default_str();
+  cmd->add_option("--cache-profile", f->offload.cache_profile,
+                  "routing trace (submoe trace record) giving expert popularity for pinned/hybrid");
+  cmd->add_option("--hybrid-pinned-fraction", f->offload.hybrid_pinned_fraction,
+                  "hybrid: share of the budget for pinned experts")
+      ->capture_default_str();
+  cmd->add_flag("--prefetch", f->offload.prefetch,
+                "prefetch, on a background thread, the experts each layer used at the previous token");
+  cmd->add_option("--io", f->offload.io, "expert reads: pread | direct (O_DIRECT) | uring | uring-direct")
+      ->capture_default_str();
+}
+
+Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadedModel out;
+  out.artifact = runtime::is_artifact(f.model);
+  runtime::ArtifactModelOptions options;
+  SUBMOE_ASSIGN_OR_RETURN(options.execution, runtime::parse_execution_mode(f.execution));
+  out.execution = runtime::execution_mode_name(options.execution);
+  if (out.artifact && f.offload.expert_cache_mb > 0) {
+    SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(f.model));
+    SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
+                            offload::offload_options_from_flags(f.offload, a->num_layers(), a->num_experts()));
+    SUBMOE_ASSIGN_OR_RETURN(out.model,
+                            offload::load_artifact_model_offloaded(a, oo, options.execution, &out.offload));
+  } else {
+    if (f.offload.expert_cache_mb < 0) return invalid_argument("--expert-cache-mb must be >= 0");
+    if (!out.artifact && f.offload.expert_cache_mb > 0)
+      return invalid_argument("--expert-cache-mb applies to compressed artifacts (submoe compress) only");
+    SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_model_or_artifact(f.model, options));
+  }
+  out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+std::string offload_summary(const LoadedModel& m) {
+  if (!m.offload) return "";
+  const offload::CacheStats s = m.offload->cache().stats();
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), " | expert cache %.1f MB: hit %.1f%%, %.1f MB read, peak %.1f MB",
+                static_cast<double>(m.offload->cache().options().budget_bytes) / 1e6, 100.0 * s.hit_rate(),
+                static_cast<double>(s.total.bytes_fetched) / 1e6, static_cast<double>(s.peak_resident_bytes) / 1e6);
+  return buf;
+}
+
+nlohmann::json offload_json(const LoadedModel& m, const ModelFlags& f) {
+  if (!m.offload) return nullptr;
+  const offload::CacheStats s = m.offload->cache().stats();
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : s.layers)
+    layers.push_back({{"hits", l.hits}, {"misses", l.misses}, {"bytes_fetched", l.bytes_fetched}, {"evictions", l.evictions}});
+  return {{"budget_bytes", m.offload->cache().options().budget_bytes},
+          {"policy", f.offload.cache_policy},
+          {"prefetch", f.offload.prefetch},
+          {"io", f.offload.io},
+          {"hits", s.total.hits},
+          {"misses", s.total.misses},
+          {"hit_rate", s.hit_rate()},
+          {"bytes_fetched", s.total.bytes_fetched},
+          {"evictions", s.total.evictions},
+          {"peak_resident_bytes", s.peak_resident_bytes},
+          {"overcommits", s.overcommits},
+          {"prefetched", s.prefetched},
+          {"prefetch_hits", s.prefetch_hits},
+          {"prefetch_wasted", s.prefetch_wasted},
+          {"layers", layers}};
+}
+
+}  // namespace submoe::cli
