@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/submoe-results}
 threads=${2:-$(nproc)}
-bin=build/submoe
+bin=${SUBMOE_BIN:-build/submoe}
 model=models/default-moe
 calib=data/calib-train-excerpt.txt
 texts=(data/heldout-war-and-peace.txt data/heldout-tinyshakespeare.txt)

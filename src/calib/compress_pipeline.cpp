@@ -72,7 +72,11 @@ json layer_report_json(const LayerReport& r, bool with_time) {
             {"natural_sparsity", {{"mean", r.sparsity_mean}, {"std", r.sparsity_std}}},
             {"packed_bytes", r.packed_bytes},
             {"weights", r.weights}};
-  if (with_time) j["seconds"] = r.seconds;
+  if (with_time) {
+    j["seconds"] = r.seconds;
+    j["gptq_seconds"] = r.gptq_seconds;
+    j["hessian_seconds"] = r.hessian_seconds;
+  }
   return j;
 }
 
@@ -92,6 +96,8 @@ LayerReport layer_report_from_json(const json& j) {
   r.packed_bytes = j.at("packed_bytes").get<uint64_t>();
   r.weights = j.at("weights").get<uint64_t>();
   if (j.contains("seconds")) r.seconds = j.at("seconds").get<double>();
+  if (j.contains("gptq_seconds")) r.gptq_seconds = j.at("gptq_seconds").get<double>();
+  if (j.contains("hessian_seconds")) r.hessian_seconds = j.at("hessian_seconds").get<double>();
   return r;
 }
 

@@ -1,6 +1,7 @@
 #include "expert_layer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "submoe/model/layer_runner.h"
@@ -164,8 +165,11 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
       if (use_gptq) hessian_of(in.x, H, et[e].hessian, cap, &w.h_in, s.xs);
       return Status::ok();
     };
+    auto t_h = std::chrono::steady_clock::now();
     SUBMOE_RETURN_IF_ERROR(for_each_expert(g0, g1, load_weights_and_hessians));
+    report->hessian_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_h).count();
     auto run_jobs = [&](std::initializer_list<int> projs) -> Status {
+      const auto t0 = std::chrono::steady_clock::now();
       std::vector<quant::GptqJob> jobs;
       std::vector<std::pair<size_t, int>> who;
       for (size_t i = 0; i < work.size(); ++i)
@@ -186,6 +190,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
       if (!st.is_ok()) return st.with_context("layer " + std::to_string(layer) + " experts " + std::to_string(g0) +
                                               ".." + std::to_string(g1 - 1));
       for (size_t j = 0; j < jobs.size(); ++j) work[who[j].first].stats[who[j].second] = jobs[j].stats;
+      report->gptq_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return Status::ok();
     };
     SUBMOE_RETURN_IF_ERROR(run_jobs({0, 1}));
@@ -214,7 +219,9 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
         }
         return Status::ok();
       };
-      SUBMOE_RETURN_IF_ERROR(for_each_expert(g0, g1, down_hessians));
+      t_h = std::chrono::steady_clock::now();
+    SUBMOE_RETURN_IF_ERROR(for_each_expert(g0, g1, down_hessians));
+    report->hessian_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_h).count();
     }
     SUBMOE_RETURN_IF_ERROR(run_jobs({2}));
 

@@ -66,6 +66,8 @@ struct LayerReport {
   size_t layer = 0;
   bool sparse = true;
   double seconds = 0;            // run-dependent: in compress_report.json only
+  double gptq_seconds = 0;       // of which quantizing (GPTQ/RTN of the expert groups)
+  double hessian_seconds = 0;    // of which accumulating Hessians
   size_t tokens_min = 0, tokens_max = 0;
   double tokens_mean = 0;        // routed (unmasked) tokens per expert
   size_t capped_experts = 0;     // experts whose Hessian used the token cap
