@@ -1,12 +1,18 @@
-// `submoe trace stats|simulate`: routing statistics and expert-cache replay.
+// `submoe trace record|stats|simulate`: record routing, its statistics and
+// expert-cache replay.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "submoe/core/thread_pool.h"
 #include "submoe/offload/cache_simulator.h"
+#include "submoe/offload/trace_recorder.h"
 #include "submoe/offload/trace_stats.h"
+#include "submoe/runtime/quantization_config.h"
 
 namespace submoe::cli {
 namespace {
@@ -66,9 +72,85 @@ void print_stats(const offload::RoutingTrace& trace, const offload::TraceStats& 
               s.mean_zipf_exponent, 100 * s.mean_top_quartile_mass, 100 * s.mean_consecutive_reuse);
 }
 
+struct RecordOptions {
+  std::string model, text, out;
+  size_t context = 512;
+  size_t chunk = 128;
+  uint64_t max_tokens = 0;
+  int threads = 0;
+  std::string execution = "fused";
+  bool json = false;
+};
+
+Status record(const RecordOptions& o) {
+  if (o.threads < 0) return invalid_argument("--threads must be >= 0");
+  const int threads = o.threads > 0 ? o.threads : hardware_threads();
+  ThreadPool pool(threads);
+  offload::TraceRecordOptions opt;
+  opt.context = o.context;
+  opt.prefill_chunk = o.chunk;
+  opt.max_tokens = o.max_tokens;
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  if (tty && !o.json)
+    opt.progress = [](uint64_t done, uint64_t total) {
+      std::fprintf(stderr, "\r[trace record] %llu / %llu tokens", static_cast<unsigned long long>(done),
+                   static_cast<unsigned long long>(total));
+      if (done == total) std::fputc('\n', stderr);
+    };
+  runtime::ArtifactModelOptions load;
+  SUBMOE_ASSIGN_OR_RETURN(load.execution, runtime::parse_execution_mode(o.execution));
+  SUBMOE_ASSIGN_OR_RETURN(offload::TraceRecordSummary s,
+                          offload::record_trace_file(o.model, o.text, o.out, opt, &pool, load));
+  if (o.json) {
+    const json j{{"out", o.out},           {"tokens", s.tokens},         {"text_tokens", s.text_tokens},
+                 {"layers", s.layers},     {"experts", s.experts},       {"top_k", s.top_k},
+                 {"windows", s.windows},   {"load_seconds", s.load_seconds}, {"seconds", s.record_seconds},
+                 {"threads", threads},     {"artifact", s.artifact}};
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("%s: %llu tokens (of %llu in the text), %u MoE layers, %u experts, top-%u, %llu windows; "
+                "recorded in %.2f s (%.1f tok/s), load %.2f s%s\n",
+                o.out.c_str(), static_cast<unsigned long long>(s.tokens),
+                static_cast<unsigned long long>(s.text_tokens), s.layers, s.experts, s.top_k, static_cast<unsigned long long>(s.windows), s.record_seconds,
+                s.record_seconds > 0 ? static_cast<double>(s.tokens) / s.record_seconds : 0.0, s.load_seconds,
+                s.artifact ? (std::string(", artifact with ") + runtime::execution_mode_name(load.execution) +
+                              " experts").c_str()
+                           : "");
+  }
+  return Status::ok();
+}
+
 void setup_trace(CLI::App& root) {
-  auto* trace = root.add_subcommand("trace", "Routing traces: statistics and expert-cache simulation");
+  auto* trace = root.add_subcommand("trace", "Routing traces: recording, statistics and expert-cache simulation");
   trace->require_subcommand(1);
+
+  auto* rec = trace->add_subcommand("record",
+      "Run a text through a model (Hugging Face checkpoint or compressed artifact) and record every\n"
+      "token's chosen experts and routing weights in every MoE layer (format: docs/trace-format.md).\n"
+      "The text is tokenized with the model's tokenizer.json (special tokens such as BOS added once, at\n"
+      "the start), cut into windows of --ctx tokens that each start from an empty KV cache, and\n"
+      "prefilled in chunks of --chunk tokens (the routing does not depend on --chunk). The trace is\n"
+      "written atomically. Prints tokens, layers and seconds (or one JSON object with --json).");
+  auto ro = std::make_shared<RecordOptions>();
+  rec->add_option("--model", ro->model,
+                  "Hugging Face checkpoint or compressed artifact directory (config.json, safetensors, tokenizer.json)")
+      ->required();
+  rec->add_option("--text", ro->text, "UTF-8 text file")->required();
+  rec->add_option("--out", ro->out, "trace file to write")->required();
+  rec->add_option("--ctx", ro->context, "window length in tokens (fresh KV cache per window)")->capture_default_str();
+  rec->add_option("--chunk", ro->chunk, "tokens per prefill forward call")->capture_default_str();
+  rec->add_option("--max-tokens", ro->max_tokens, "record at most this many tokens of the text; 0 = all")
+      ->capture_default_str();
+  rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  rec->add_option("--execution", ro->execution,
+                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
+                  "'reference' decodes every expert once at load to dense f32 with the reference decoder")
+      ->check(CLI::IsMember({"fused", "reference"}))
+      ->capture_default_str();
+  rec->add_flag("--json", ro->json,
+                "print {out, tokens, text_tokens, layers, experts, top_k, windows, load_seconds, seconds, threads,\n"
+                "artifact}");
+  rec->callback([ro] { report("trace record", record(*ro)); });
 
   auto* stats = trace->add_subcommand("stats",
       "Per-layer expert popularity, fitted Zipf exponent, mass of the top quartile of experts,\n"
