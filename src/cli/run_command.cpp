@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/model_loading.h"
+#include "submoe/offload/routing_trace_collector.h"
 #include "submoe/core/memory_usage.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/io/file_util.h"
@@ -33,6 +34,7 @@ struct RunOptions {
   int threads = 0;
   bool ignore_eos = false;
   bool json = false;
+  std::string trace_out;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -86,6 +88,14 @@ Status run(const RunOptions& o) {
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
   ThreadPool pool(threads);
   model::Session session(*m, &pool);
+  std::unique_ptr<offload::RoutingTraceCollector> collector;
+  if (!o.trace_out.empty()) {
+    collector = std::make_unique<offload::RoutingTraceCollector>(m->config());
+    session.set_routing_observer([c = collector.get()](int layer, size_t first, const model::Routing& r) {
+      c->observe(layer, first, r);
+    });
+  }
+  auto end_forward = [&]() -> Status { return collector ? collector->end_forward() : Status::ok(); };
   session.reserve(ids.size() + static_cast<size_t>(o.max_new_tokens));
   model::Sampler sampler(sampling);
   io::DecodeStream stream(tok, /*skip_special_tokens=*/true);
@@ -93,6 +103,7 @@ Status run(const RunOptions& o) {
   std::vector<float> logits;
   const auto t_prefill = Clock::now();
   SUBMOE_RETURN_IF_ERROR(session.forward(ids, model::LogitsMode::kLast, &logits));
+  SUBMOE_RETURN_IF_ERROR(end_forward());
   const double prefill_s = seconds_since(t_prefill);
 
   int generated = 0, decode_steps = 0;
@@ -116,10 +127,12 @@ Status run(const RunOptions& o) {
     if (generated == o.max_new_tokens) break;
     const int32_t one[1] = {next};
     SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
+    SUBMOE_RETURN_IF_ERROR(end_forward());
     ++decode_steps;
   }
   const double decode_s = seconds_since(t_decode);
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
+  if (collector) SUBMOE_RETURN_IF_ERROR(collector->trace().save(o.trace_out));
   if (o.json) {
     nlohmann::json j = {{"model", o.m.model},
                          {"artifact", loaded.artifact},
@@ -182,6 +195,9 @@ void setup_run(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
   add_model_flags(cmd, &o->m);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
+  cmd->add_option("--trace-out", o->trace_out,
+                  "write the routing of the prompt and of every generated token (docs/trace-format.md), e.g.\n"
+                  "for `submoe trace simulate`");
   cmd->add_flag("--json", o->json,
                 "print one JSON object (text, prefill/decode tokens/s, peak RSS, expert-cache figures) instead of\n"
                 "streaming the text");
