@@ -4,6 +4,7 @@
 
 #include "kernels/dense_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
+#include "row_dispatch.h"
 
 namespace submoe::kernels {
 
@@ -19,15 +20,7 @@ const DenseGemvKernels kAvx512 = {Isa::kAvx512, "gemv_f32_dense_avx512", detail:
 }  // namespace
 
 const DenseGemvKernels& dense_gemv_kernels(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512:
-      return kAvx512;
-    case Isa::kAvx2:
-      return kAvx2;
-    case Isa::kScalar:
-      break;
-  }
-  return kScalar;
+  return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
 }
 
 const DenseGemvKernels& best_dense_gemv_kernels() {
@@ -64,13 +57,7 @@ Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, con
   args.y_stride = y.stride;
   const DenseRowsFn fn = w.type == DenseType::kF32 ? kernels.f32 : kernels.bf16;
   constexpr size_t kGrain = 16;
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows < 2 * kGrain) {
-    fn(args, 0, w.rows);
-  } else {
-    pool->parallel_for(w.rows, kGrain, [&](size_t begin, size_t end, int) {
-      fn(args, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
-    });
-  }
+  detail::run_rows(fn, args, w.rows, kGrain, pool);
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/int_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
+#include "row_dispatch.h"
 
 namespace submoe::kernels {
 
@@ -100,15 +101,7 @@ Status check_args(const IntGemvKernels& k, const intn::PackedIntView& w, const A
 }  // namespace
 
 const IntGemvKernels& int_gemv_kernels(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512:
-      return kAvx512Kernels;
-    case Isa::kAvx2:
-      return kAvx2Kernels;
-    case Isa::kScalar:
-      break;
-  }
-  return kScalarKernels;
+  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, kAvx512Kernels);
 }
 
 const IntGemvKernels& best_int_gemv_kernels() {
@@ -151,13 +144,7 @@ Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, con
   // Rows are independent and cost the same; the grain keeps chunks a multiple
   // of the kernels' row tiles.
   constexpr size_t kGrain = 16;
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows < 2 * kGrain) {
-    fn(args, 0, w.rows);
-  } else {
-    pool->parallel_for(w.rows, kGrain, [&](size_t begin, size_t end, int) {
-      fn(args, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
-    });
-  }
+  detail::run_rows(fn, args, w.rows, kGrain, pool);
   return Status::ok();
 }
 

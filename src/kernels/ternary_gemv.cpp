@@ -9,6 +9,7 @@
 
 #include "kernels/ternary_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
+#include "row_dispatch.h"
 
 namespace submoe::kernels {
 
@@ -141,15 +142,7 @@ const char* activation_type_name(ActivationType t) {
 }
 
 const TernaryGemvKernels& ternary_gemv_kernels(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512:
-      return kAvx512Kernels;
-    case Isa::kAvx2:
-      return kAvx2Kernels;
-    case Isa::kScalar:
-      break;
-  }
-  return kScalarKernels;
+  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, kAvx512Kernels);
 }
 
 const TernaryGemvKernels& best_ternary_gemv_kernels() {
@@ -215,13 +208,7 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   // Rows are independent and cost about the same; grain keeps each chunk a
   // multiple of the kernels' row interleave.
   constexpr size_t kGrain = 32;
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows < 2 * kGrain) {
-    fn(args, 0, w.rows);
-  } else {
-    pool->parallel_for(w.rows, kGrain, [&](size_t begin, size_t end, int) {
-      fn(args, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
-    });
-  }
+  detail::run_rows(fn, args, w.rows, kGrain, pool);
   return Status::ok();
 }
 

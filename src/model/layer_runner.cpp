@@ -32,18 +32,9 @@ Status LayerRunner::embed(std::span<const int32_t> tokens, float* h) const {
 
 void LayerRunner::prepare(size_t T) {
   const io::MoeModelConfig& c = model_.config();
-  const size_t H = static_cast<size_t>(c.hidden_size), D = static_cast<size_t>(c.head_dim);
-  const size_t qw = static_cast<size_t>(c.num_attention_heads) * D, kw = static_cast<size_t>(c.num_key_value_heads) * D;
-  Session::Scratch& s = *s_;
-  s.x.resize(T * H);
-  s.block.resize(T * H);
-  s.q.resize(T * qw);
-  s.attn.resize(T * qw);
-  s.k.resize(T * kw);
-  s.v.resize(T * kw);
-  s.cos.resize(T * D / 2);
-  s.sin.resize(T * D / 2);
-  for (size_t t = 0; t < T; ++t) model_.rope().angles(t, &s.cos[t * D / 2], &s.sin[t * D / 2]);
+  const size_t D = static_cast<size_t>(c.head_dim);
+  s_->resize_for(c, T);
+  for (size_t t = 0; t < T; ++t) model_.rope().angles(t, &s_->cos[t * D / 2], &s_->sin[t * D / 2]);
 }
 
 void LayerRunner::attention(size_t layer, float* h, size_t T, float* x) {

@@ -22,7 +22,6 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
   const size_t T = tokens.size();
   const size_t V = static_cast<size_t>(c.vocab_size), H = static_cast<size_t>(c.hidden_size);
   const size_t D = static_cast<size_t>(c.head_dim);
-  const size_t qw = static_cast<size_t>(c.num_attention_heads) * D, kw = static_cast<size_t>(c.num_key_value_heads) * D;
   for (size_t t = 0; t < T; ++t)
     if (tokens[t] < 0 || static_cast<size_t>(tokens[t]) >= V)
       return invalid_argument("token id " + std::to_string(tokens[t]) + " at index " + std::to_string(t) +
@@ -34,15 +33,7 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
   }
 
   Scratch& s = *scratch_;
-  s.h.resize(T * H);
-  s.x.resize(T * H);
-  s.block.resize(T * H);
-  s.q.resize(T * qw);
-  s.attn.resize(T * qw);
-  s.k.resize(T * kw);
-  s.v.resize(T * kw);
-  s.cos.resize(T * D / 2);
-  s.sin.resize(T * D / 2);
+  s.resize_for(c, T);
 
   const size_t p0 = cache_.length();
   cache_.ensure_room(T);

@@ -26,6 +26,22 @@ struct Session::Scratch {
     std::vector<float> xg, g, u;          // gathered expert input, gate, up
   };
   std::vector<PerThread> threads;
+
+  // Sizes the per-token buffers of one forward call of T tokens.
+  void resize_for(const io::MoeModelConfig& c, size_t T) {
+    const size_t H = static_cast<size_t>(c.hidden_size), D = static_cast<size_t>(c.head_dim);
+    const size_t qw = static_cast<size_t>(c.num_attention_heads) * D;
+    const size_t kw = static_cast<size_t>(c.num_key_value_heads) * D;
+    h.resize(T * H);
+    x.resize(T * H);
+    block.resize(T * H);
+    q.resize(T * qw);
+    attn.resize(T * qw);
+    k.resize(T * kw);
+    v.resize(T * kw);
+    cos.resize(T * D / 2);
+    sin.resize(T * D / 2);
+  }
 };
 
 }  // namespace submoe::model

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codec_test_util.h"
-#include "sha256.h"
+#include "submoe/core/sha256.h"
 
 namespace submoe::ternary {
 namespace {
@@ -29,23 +29,13 @@ std::vector<uint8_t> table_bytes_le(const TernaryDictionary& d) {
   return out;
 }
 
-TEST(QmoeGolden, Sha256MatchesStandardVectors) {
-  const std::string abc = "abc";
-  EXPECT_EQ(submoe::testing::sha256_hex({reinterpret_cast<const uint8_t*>(abc.data()), abc.size()}),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(submoe::testing::sha256_hex({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  const std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  EXPECT_EQ(submoe::testing::sha256_hex({reinterpret_cast<const uint8_t*>(two_blocks.data()), two_blocks.size()}),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
-
 TEST(QmoeGolden, DictionaryReproducesResearchTableByteForByte) {
   const nlohmann::json g = golden();
   const auto file = submoe::testing::read_file_bytes(submoe::testing::fixture_path("qmoe/dictionary_p0885.bin"));
   ASSERT_EQ(file.size(), kDictTableBytes);
-  ASSERT_EQ(submoe::testing::sha256_hex(file), g["sha256"].get<std::string>()) << "golden file damaged";
+  ASSERT_EQ(submoe::sha256_hex(file), g["sha256"].get<std::string>()) << "golden file damaged";
   const std::vector<uint8_t> mine = table_bytes_le(qmoe_dict_0885());
-  EXPECT_EQ(submoe::testing::sha256_hex(mine), g["sha256"].get<std::string>());
+  EXPECT_EQ(submoe::sha256_hex(mine), g["sha256"].get<std::string>());
   size_t first_diff = 0;
   while (first_diff < mine.size() && mine[first_diff] == file[first_diff]) ++first_diff;
   EXPECT_EQ(first_diff, mine.size()) << "first differing byte (entry " << first_diff / 8 << ")";
