@@ -39,7 +39,9 @@ Result<std::unique_ptr<model::LinearOp>> ternary_projection(uint32_t rows, uint3
   SUBMOE_ASSIGN_OR_RETURN(
       ternary::PackedTernaryMatrix m,
       ternary::PackedTernaryMatrix::from_parts(rows, cols, std::span<const uint16_t>(codes).first(static_cast<size_t>(used)),
-                                               offsets, scales, codebook->entries()));
+                                               offsets, scales, codebook->entries(),
+                                               // validated once, when the artifact was opened
+                                               ternary::PackedTernaryMatrix::DictCheck::kTrusted));
   if (mode == ExecutionMode::kFused) return make_ternary_dict_linear(std::move(m), codebook);
   SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, ternary::decode_to_float(m.view()));
   return make_reference_decoded_linear(std::move(w), rows, cols, artifact::kReprTernaryDict.data());
