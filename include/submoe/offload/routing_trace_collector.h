@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -24,6 +25,8 @@ class RoutingTraceCollector {
   Status end_forward();
 
   const RoutingTrace& trace() const { return trace_; }
+  // Moves the trace out (the collector is then empty).
+  RoutingTrace take_trace() { return std::move(trace_); }
 
  private:
   std::vector<int> moe_index_;  // decoder layer -> MoE layer, -1 for dense layers
