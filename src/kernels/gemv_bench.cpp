@@ -168,33 +168,51 @@ double median_of(std::vector<double>& v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-template <typename Fn>
-Result<GemvTiming> time_calls(uint32_t count, uint32_t iters, Fn&& fn) {
-  GemvTiming t;
-  t.matrices = count;
+// One kernel under test: fn(i) runs it on working-set matrix i.
+struct TimedKernel {
+  GemvTiming* out;
+  uint32_t count;  // working-set matrices
+  std::function<Status(uint32_t)> fn;
   std::vector<double> us, cpu;
-  us.reserve(iters);
-  cpu.reserve(iters);
-  const uint32_t warmup = std::min<uint32_t>(3, count);
+};
+
+// Times the kernels interleaved: each round calls every kernel once (on its next
+// working-set matrix, so each call is cold), after a few untimed rounds. The
+// machine's state (clock, a busy SMT sibling, other tenants' DRAM traffic) then
+// drifts the same way for all of them and their ratios compare calls made side
+// by side rather than minutes apart.
+Status time_interleaved(std::vector<TimedKernel>& ks, uint32_t iters) {
+  uint32_t warmup = 3;
+  for (const TimedKernel& k : ks) warmup = std::min(warmup, k.count);
+  for (TimedKernel& k : ks) {
+    k.us.reserve(iters);
+    k.cpu.reserve(iters);
+  }
   for (uint32_t i = 0; i < warmup + iters; ++i) {
-    const double c0 = thread_cpu_us();
-    const auto t0 = Clock::now();
-    SUBMOE_RETURN_IF_ERROR(fn((i + count - warmup) % count));
-    const double dt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    const double dc = thread_cpu_us() - c0;
-    if (i >= warmup) {
-      us.push_back(dt);
-      cpu.push_back(dc);
+    for (TimedKernel& k : ks) {
+      const double c0 = thread_cpu_us();
+      const auto t0 = Clock::now();
+      SUBMOE_RETURN_IF_ERROR(k.fn((i + k.count - warmup) % k.count));
+      const double dt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      const double dc = thread_cpu_us() - c0;
+      if (i >= warmup) {
+        k.us.push_back(dt);
+        k.cpu.push_back(dc);
+      }
     }
   }
-  t.samples = static_cast<uint32_t>(us.size());
-  t.median_us = median_of(us);  // sorts
-  t.cpu_median_us = median_of(cpu);
-  if (!us.empty()) {
-    t.min_us = us.front();
-    t.p90_us = us[std::min(us.size() - 1, us.size() * 9 / 10)];
+  for (TimedKernel& k : ks) {
+    GemvTiming& t = *k.out;
+    t.matrices = k.count;
+    t.samples = static_cast<uint32_t>(k.us.size());
+    t.median_us = median_of(k.us);  // sorts
+    t.cpu_median_us = median_of(k.cpu);
+    if (!k.us.empty()) {
+      t.min_us = k.us.front();
+      t.p90_us = k.us[std::min(k.us.size() - 1, k.us.size() * 9 / 10)];
+    }
   }
-  return t;
+  return Status::ok();
 }
 
 std::vector<float> bench_activations(uint32_t batch, uint32_t cols, uint64_t seed) {
@@ -222,23 +240,30 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
   res.threads = pool ? static_cast<uint32_t>(pool->num_threads()) : 1;
   res.llc_bytes = last_level_cache_bytes();
   const std::vector<float> x = bench_activations(c.batch, c.cols, c.seed + 17);
+  std::vector<bf16_t> x_bf16(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_bf16[i] = float_to_bf16(x[i]);
   std::vector<float> y(static_cast<size_t>(c.batch) * c.rows);
   const OutputView out{y.data(), c.rows};
+  std::vector<TimedKernel> timed;
 
+  DenseWorkingSet dense_ws[2];
+  const DenseGemvKernels& dk = dense_gemv_kernels(c.isa);
   if (c.dense) {
-    const DenseGemvKernels& dk = dense_gemv_kernels(c.isa);
-    for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
+    const DenseType types[2] = {DenseType::kF32, DenseType::kBF16};
+    for (int d = 0; d < 2; ++d) {
+      const DenseType type = types[d];
       const size_t bytes = static_cast<size_t>(c.rows) * c.cols * (type == DenseType::kF32 ? 4 : 2);
       const uint32_t count = working_set_matrices(bytes, c.min_matrices, c.llc_factor);
       say(std::string("dense ") + (type == DenseType::kF32 ? "f32" : "bf16") + ": " + std::to_string(count) +
           " matrices, " + std::to_string(count * (bytes >> 20)) + " MiB");
-      const DenseWorkingSet ws = make_dense_working_set(type, c.rows, c.cols, count, c.seed);
-      SUBMOE_ASSIGN_OR_RETURN(GemvTiming t, time_calls(count, c.iters, [&](uint32_t i) {
-                                return gemm_dense(dk, ws.view(i), x.data(), c.cols, c.batch, out, pool);
-                              }));
+      dense_ws[d] = make_dense_working_set(type, c.rows, c.cols, count, c.seed);
+      GemvTiming& t = type == DenseType::kF32 ? res.dense_f32 : res.dense_bf16;
       t.kernel = dense_kernel_name(dk, type);
       t.bytes_per_matrix = bytes;
-      (type == DenseType::kF32 ? res.dense_f32 : res.dense_bf16) = t;
+      const DenseWorkingSet* ws = &dense_ws[d];
+      timed.push_back({&t, count, [&, ws](uint32_t i) {
+                         return gemm_dense(dk, ws->view(i), x.data(), c.cols, c.batch, out, pool);
+                       }, {}, {}});
     }
   }
 
@@ -263,19 +288,20 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
 
   const TernaryGemvKernels& tk = ternary_gemv_kernels(c.isa);
   std::vector<float> workspace(ternary_gemm_workspace_floats(c.cols, c.batch));
-  auto time_compressed = [&](uint32_t batch) -> Result<GemvTiming> {
-    const ActivationsView xv = ActivationsView::f32(x.data(), batch, c.cols);
-    SUBMOE_ASSIGN_OR_RETURN(GemvTiming t, time_calls(count, c.iters, [&](uint32_t i) {
-                              return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool);
-                            }));
-    t.kernel = ternary_kernel_name(tk, table, batch);
-    t.bytes_per_matrix = ws.bytes_per_matrix();
-    return t;
+  auto add_compressed = [&](GemvTiming* t, uint32_t batch, ActivationType type) {
+    t->kernel = ternary_kernel_name(tk, table, batch, type);
+    t->bytes_per_matrix = ws.bytes_per_matrix();
+    const ActivationsView xv = type == ActivationType::kF32 ? ActivationsView::f32(x.data(), batch, c.cols)
+                                                            : ActivationsView::bf16(x_bf16.data(), batch, c.cols);
+    timed.push_back({t, count, [&, xv](uint32_t i) {
+                       return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool);
+                     }, {}, {}});
   };
-  SUBMOE_ASSIGN_OR_RETURN(res.compressed, time_compressed(c.batch));
-  if (c.batch > 1) {
-    SUBMOE_ASSIGN_OR_RETURN(res.compressed_batch1, time_compressed(1));
-  }
+  add_compressed(&res.compressed, c.batch, ActivationType::kF32);
+  add_compressed(&res.compressed_bf16act, c.batch, ActivationType::kBF16);
+  if (c.batch > 1) add_compressed(&res.compressed_batch1, 1, ActivationType::kF32);
+  say("timing " + std::to_string(timed.size()) + " kernels interleaved, " + std::to_string(c.iters) + " rounds");
+  SUBMOE_RETURN_IF_ERROR(time_interleaved(timed, c.iters));
   return res;
 }
 

@@ -29,6 +29,8 @@ const TernaryGemvKernels kScalarKernels = {
     XLayout::kPadded,
     "gemm_f32_ternary_dict_scalar",
     detail::gemm_f32_ternary_dict_scalar,
+    nullptr,
+    nullptr,
 };
 
 const TernaryGemvKernels kAvx2Kernels = {
@@ -41,8 +43,11 @@ const TernaryGemvKernels kAvx2Kernels = {
     XLayout::kDoubled,
     "gemm_f32_ternary_dict_slots_avx2",
     detail::gemm_f32_ternary_dict_slots_avx2,
+    nullptr,
+    nullptr,
 };
 
+// Without VBMI (Skylake-SP, Cascade Lake) bf16 activations take the f32 paths.
 const TernaryGemvKernels kAvx512Kernels = {
     Isa::kAvx512,
     "gemv_f32_ternary_dict_perm_avx512",
@@ -53,7 +58,16 @@ const TernaryGemvKernels kAvx512Kernels = {
     XLayout::kPadded,
     "gemm_f32_ternary_dict_slots_avx512",
     detail::gemm_f32_ternary_dict_slots_avx512,
+    nullptr,
+    nullptr,
 };
+
+const TernaryGemvKernels kAvx512VbmiKernels = [] {
+  TernaryGemvKernels k = kAvx512Kernels;
+  k.gemv_bf16_name = "gemv_bf16_ternary_dict_perm_avx512";
+  k.gemv_bf16 = detail::gemv_bf16_ternary_dict_perm_avx512;
+  return k;
+}();
 
 float* align_up(float* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
@@ -76,6 +90,13 @@ void prepare_padded(const ActivationsView& x, uint32_t cols, float* xs) {
     for (uint32_t c = 0; c < cols; ++c) xs[c] = bf16_to_float(src[c]);
   }
   std::fill(xs + cols, xs + cols + detail::kPadCols, 0.0f);
+}
+
+// Token 0's bf16 bits followed by kPadCols zero words.
+void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
+  auto* dst = reinterpret_cast<bf16_t*>(xs);
+  std::memcpy(dst, x.data, sizeof(bf16_t) * cols);
+  std::fill(dst + cols, dst + cols + detail::kPadCols, bf16_t{0});
 }
 
 // Column c: row 2c holds the B tokens' values (zero past B and past cols), row
@@ -142,7 +163,8 @@ const char* activation_type_name(ActivationType t) {
 }
 
 const TernaryGemvKernels& ternary_gemv_kernels(Isa isa) {
-  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, kAvx512Kernels);
+  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels,
+                               cpu_features().avx512_vbmi ? kAvx512VbmiKernels : kAvx512Kernels);
 }
 
 const TernaryGemvKernels& best_ternary_gemv_kernels() {
@@ -150,8 +172,19 @@ const TernaryGemvKernels& best_ternary_gemv_kernels() {
   return best;
 }
 
-const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch) {
+namespace {
+
+bool use_bf16_gemv(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
+                   ActivationType type) {
+  return batch == 1 && type == ActivationType::kBF16 && k.gemv_bf16 != nullptr && table.has_perm;
+}
+
+}  // namespace
+
+const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
+                                ActivationType type) {
   if (batch > 1) return k.gemm_name;
+  if (use_bf16_gemv(k, table, batch, type)) return k.gemv_bf16_name;
   return (k.gemv_perm != nullptr && table.has_perm) ? k.gemv_perm_name : k.gemv_any_name;
 }
 
@@ -182,6 +215,9 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   if (x.batch > 1) {
     fn = kernels.gemm;
     layout = XLayout::kDoubled;
+  } else if (use_bf16_gemv(kernels, table, x.batch, x.type)) {
+    fn = kernels.gemv_bf16;
+    layout = XLayout::kPaddedBf16;
   } else if (kernels.gemv_perm != nullptr && table.has_perm) {
     fn = kernels.gemv_perm;
     layout = kernels.gemv_perm_layout;
@@ -198,10 +234,16 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   args.y = y.data;
   args.y_stride = y.stride;
   float* xs = align_up(workspace.data());
-  if (layout == XLayout::kPadded) {
-    prepare_padded(x, w.cols, xs);
-  } else {
-    prepare_doubled(x, w.cols, args.batch_stride, xs);
+  switch (layout) {
+    case XLayout::kPadded:
+      prepare_padded(x, w.cols, xs);
+      break;
+    case XLayout::kPaddedBf16:
+      prepare_padded_bf16(x, w.cols, xs);
+      break;
+    case XLayout::kDoubled:
+      prepare_doubled(x, w.cols, args.batch_stride, xs);
+      break;
   }
   args.xs = xs;
 

@@ -1,15 +1,20 @@
 // AVX-512 ternary kernels. Design and measurements: docs/perf-notes.md.
 //
-// gemv perm (batch 1, tables with <= 4 w_max and <= 4 w_min per entry): per
+// Batch 1 runs rows in lockstep groups (lockstep_rows) with a per-kernel step:
+//
+// perm, f32 activations (tables with <= 4 w_max and <= 4 w_min per entry): per
 // codeword one qword broadcast of the entry's permute record, one variable shift
 // to put each slot's offset into its own lane, two loads of the 28-float x window
 // (the second zero-masked to 12 lanes, which gives the zero lane unused slots
 // select), one two-source permute that gathers the <= 8 selected activations, one
 // add. No mask-register writes per codeword (kmov throughput is 1/cycle here and
-// the masked-add formulation needs four), no data-dependent branch. Eight rows are
-// interleaved so the independent chains keep the ports busy.
+// the masked-add formulation needs four), no data-dependent branch.
 //
-// gemv masks (any table): four mask-register writes (GCC loads the 16-bit masks
+// perm, bf16 activations (same tables, needs VBMI): the window is one 56-byte
+// load and the gather a one-source word permute whose output is already f32;
+// about 8 instead of 11 uops per codeword.
+//
+// masks (any table): four mask-register writes (GCC loads the 16-bit masks
 // into GPRs and moves them; kmovw from memory measured the same, 1 per cycle) and
 // four masked adds per codeword; ~6.6 cycles per codeword with four rows.
 //
@@ -33,128 +38,160 @@
 namespace submoe::kernels::detail {
 namespace {
 
-// ---- permute kernel --------------------------------------------------------
+// ---- batch-1 row groups ---------------------------------------------------
 
-struct PermRow {
-  __m512 acc;  // lanes 0-3: w_max slots, 4-7: w_min slots, 8-15: ignored
-  const float* xp;
-  const uint16_t* code;
-};
-
-struct PermConsts {
-  __m512i shifts;   // lane l: 8 * (l / 2) for l < 8; lanes 8-15 shift everything out
-  __mmask16 window_hi;  // the x window's second half holds weights 16..27
-};
-
-inline __attribute__((always_inline)) void perm_step(PermRow& s, uint32_t code, const uint64_t* perm,
-                                                     const PermConsts& k) {
-  const __m512i rec = _mm512_set1_epi64(static_cast<long long>(perm[code]));
-  const uint64_t lo = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(rec)));
-  const __m512i idx = _mm512_srlv_epi32(rec, k.shifts);
-  const __m512 a = _mm512_loadu_ps(s.xp);
-  const __m512 b = _mm512_maskz_loadu_ps(k.window_hi, s.xp + 16);
-  s.acc = _mm512_add_ps(s.acc, _mm512_permutex2var_ps(a, idx, b));
-  // Entry length from bits 5-7 of record bytes 0 and 1 (ternary_kernel_table.h).
-  s.xp += _pext_u64(lo, 0xE0E0u);
+// Runs R rows in lockstep over the codewords they all have (so R independent
+// accumulator chains keep the ports busy), then each row's remaining codewords on
+// its own. Rows are addressed as (row end, shared negative index j), which keeps
+// every per-row pointer in a register at R = 6 (R = 8 spilled the code pointers
+// to the stack: one more load per codeword). Before a group starts, the codewords
+// of the next group are prefetched into L2.
+//
+// K provides Cursor (per-row state), start(), step(Cursor&, code) and
+// finish(const Cursor&, row).
+template <int R, typename K>
+void lockstep_rows(const TernaryGemmArgs& a, const K& k, uint32_t row_begin, uint32_t row_end) {
+  const ternary::PackedTernaryView& w = a.w;
+  using Cursor = typename K::Cursor;
+  auto run_rest = [&](Cursor c, const uint16_t* code, uint32_t r) {
+    for (const uint16_t* end = w.codes + w.row_offsets[r + 1]; code < end; ++code) k.step(c, *code);
+    k.finish(c, r);
+  };
+  uint32_t r = row_begin;
+  for (; r + R <= row_end; r += R) {
+    const char* next = reinterpret_cast<const char*>(w.codes + w.row_offsets[r + R]);
+    const char* next_end = reinterpret_cast<const char*>(w.codes + w.row_offsets[std::min(r + 2 * R, row_end)]);
+    for (; next < next_end; next += 64) _mm_prefetch(next, _MM_HINT_T1);
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      Cursor c[R];
+      const uint16_t* code_end[R];
+      int32_t n = INT32_MAX;
+      ((c[I] = k.start(), n = std::min(n, w.row_offsets[r + I + 1] - w.row_offsets[r + I])), ...);
+      ((code_end[I] = w.codes + w.row_offsets[r + I] + n), ...);
+      for (intptr_t j = -static_cast<intptr_t>(n); j != 0; ++j) (k.step(c[I], code_end[I][j]), ...);
+      (run_rest(c[I], code_end[I], r + static_cast<uint32_t>(I)), ...);
+    }(std::make_index_sequence<R>{});
+  }
+  for (; r < row_end; ++r) run_rest(k.start(), w.codes + w.row_offsets[r], r);
 }
 
-inline void perm_finish(const PermRow& s, const TernaryGemmArgs& a, uint32_t r) {
+inline constexpr int kGemvRows = 6;
+
+// y for one row from the permute accumulator: lanes 0-3 hold w_max partial sums,
+// lanes 4-7 w_min partial sums.
+inline void finish_perm_row(__m512 acc, const TernaryGemmArgs& a, uint32_t r) {
   alignas(64) float t[16];
-  _mm512_store_ps(t, s.acc);
+  _mm512_store_ps(t, acc);
   a.y[r] = combine_row((t[0] + t[1]) + (t[2] + t[3]), (t[4] + t[5]) + (t[6] + t[7]), a.w.scales[r]);
 }
 
-template <int R>
-void perm_rows(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  const ternary::PackedTernaryView& w = a.w;
-  const uint64_t* perm = a.table->perm.data();
-  PermConsts k;
-  k.shifts = _mm512_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24, 32, 32, 32, 32, 32, 32, 32, 32);
-  k.window_hi = 0x0FFF;
-  auto run_row = [&](PermRow s, const uint16_t* end, uint32_t r) {
-    for (; s.code < end; ++s.code) perm_step(s, *s.code, perm, k);
-    perm_finish(s, a, r);
+// ---- permute kernel, f32 activations ---------------------------------------
+
+struct PermF32 {
+  struct Cursor {
+    __m512 acc;
+    const float* xp;
   };
-  uint32_t r = row_begin;
-  for (; r + R <= row_end; r += R) {
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      PermRow s[R];
-      int32_t n = INT32_MAX;
-      ((s[I].acc = _mm512_setzero_ps(), s[I].xp = a.xs, s[I].code = w.codes + w.row_offsets[r + I],
-        n = std::min(n, w.row_offsets[r + I + 1] - w.row_offsets[r + I])),
-       ...);
-      // The next row group's codewords follow this group's in memory; one line of
-      // them is prefetched per step so they are close when that group starts
-      // (cold 2080x6144: min 957 -> 912 us; T1 and T0 alike, NTA slower: 1030).
-      const char* next = reinterpret_cast<const char*>(w.codes + w.row_offsets[std::min(r + 2 * R, row_end)]);
-      const char* ahead = reinterpret_cast<const char*>(w.codes + w.row_offsets[r + R]);
-      for (int32_t j = 0; j < n; ++j) {
-        if (ahead < next) {
-          _mm_prefetch(ahead, _MM_HINT_T1);
-          ahead += 64;
-        }
-        (perm_step(s[I], s[I].code[j], perm, k), ...);
-      }
-      ((s[I].code += n), ...);
-      (run_row(s[I], w.codes + w.row_offsets[r + I + 1], r + static_cast<uint32_t>(I)), ...);
-    }(std::make_index_sequence<R>{});
+  const TernaryGemmArgs& a;
+  const uint64_t* perm;
+  __m512i shifts;       // lane l: 8 * (l / 2) for l < 8; lanes 8-15 shift everything out
+  __mmask16 window_hi;  // the x window's second half holds weights 16..27
+
+  explicit PermF32(const TernaryGemmArgs& args)
+      : a(args),
+        perm(args.table->perm.data()),
+        shifts(_mm512_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24, 32, 32, 32, 32, 32, 32, 32, 32)),
+        window_hi(0x0FFF) {}
+  Cursor start() const { return {_mm512_setzero_ps(), a.xs}; }
+  __attribute__((always_inline)) void step(Cursor& c, uint32_t code) const {
+    const __m512i rec = _mm512_set1_epi64(static_cast<long long>(perm[code]));
+    const uint64_t lo = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(rec)));
+    const __m512i idx = _mm512_srlv_epi32(rec, shifts);
+    const __m512 x_lo = _mm512_loadu_ps(c.xp);
+    const __m512 x_hi = _mm512_maskz_loadu_ps(window_hi, c.xp + 16);
+    c.acc = _mm512_add_ps(c.acc, _mm512_permutex2var_ps(x_lo, idx, x_hi));
+    // Entry length from bits 5-7 of record bytes 0 and 1 (ternary_kernel_table.h).
+    c.xp += _pext_u64(lo, 0xE0E0u);
   }
-  for (; r < row_end; ++r) run_row(PermRow{_mm512_setzero_ps(), a.xs, w.codes + w.row_offsets[r]},
-                                   w.codes + w.row_offsets[r + 1], r);
-}
+  void finish(const Cursor& c, uint32_t r) const { finish_perm_row(c.acc, a, r); }
+};
+
+// ---- permute kernel, bf16 activations --------------------------------------
+
+// The 28-weight window is 56 bytes of bf16: one load (masked to 28 words, so
+// words 28-31 are the zeros that unused slots, kPermPad = 28, select). One
+// vpmultishiftqb copies record byte perm_lane_byte(m) into the low byte of index
+// word 2m + 1 (m = 0..7); vpermw (its index uses bits 0-4 only) gathers the
+// selected bf16 values into those odd words with the even words zeroed, which is
+// exactly each value widened to f32 in dword lane m. The length comes from the
+// table's byte array, one load, instead of a vector-to-GPR move and pext.
+struct PermBf16 {
+  struct Cursor {
+    __m512 acc;
+    const uint16_t* xp;
+  };
+  const TernaryGemmArgs& a;
+  const uint64_t* perm;
+  const uint8_t* lengths;
+  __m512i select;  // vpmultishiftqb control
+  __mmask32 window;
+  __mmask32 odd_words;
+
+  static __m512i make_select() {
+    alignas(64) uint8_t ctrl[64] = {};
+    for (uint32_t m = 0; m < 8; ++m) ctrl[4 * m + 2] = static_cast<uint8_t>(8 * perm_lane_byte(m));
+    return _mm512_load_si512(ctrl);
+  }
+  explicit PermBf16(const TernaryGemmArgs& args)
+      : a(args),
+        perm(args.table->perm.data()),
+        lengths(args.table->lengths.data()),
+        select(make_select()),
+        window(0x0FFFFFFFu),
+        odd_words(0x0000AAAAu) {}
+  Cursor start() const { return {_mm512_setzero_ps(), reinterpret_cast<const uint16_t*>(a.xs)}; }
+  __attribute__((always_inline)) void step(Cursor& c, uint32_t code) const {
+    const __m512i idx = _mm512_multishift_epi64_epi8(select, _mm512_set1_epi64(static_cast<long long>(perm[code])));
+    const __m512i x = _mm512_maskz_loadu_epi16(window, c.xp);
+    c.acc = _mm512_add_ps(c.acc, _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(odd_words, idx, x)));
+    c.xp += lengths[code];
+  }
+  void finish(const Cursor& c, uint32_t r) const { finish_perm_row(c.acc, a, r); }
+};
 
 // ---- masked-add kernel -----------------------------------------------------
 
-struct MaskRow {
-  __m512 plus_lo, plus_hi, minus_lo, minus_hi;
-  const float* xp;
-  const uint16_t* code;
-};
+struct Masks {
+  struct Cursor {
+    __m512 plus_lo, plus_hi, minus_lo, minus_hi;
+    const float* xp;
+  };
+  const TernaryGemmArgs& a;
+  const TernaryMaskRecord* masks;
+  const uint8_t* lengths;
 
-inline __attribute__((always_inline)) void mask_step(MaskRow& s, uint32_t code, const TernaryMaskRecord* masks,
-                                                     const uint8_t* lengths) {
-  const TernaryMaskRecord m = masks[code];
-  const __m512 a = _mm512_loadu_ps(s.xp);
-  const __m512 b = _mm512_loadu_ps(s.xp + 16);
-  s.plus_lo = _mm512_mask_add_ps(s.plus_lo, m.plus_lo, s.plus_lo, a);
-  s.plus_hi = _mm512_mask_add_ps(s.plus_hi, m.plus_hi, s.plus_hi, b);
-  s.minus_lo = _mm512_mask_add_ps(s.minus_lo, m.minus_lo, s.minus_lo, a);
-  s.minus_hi = _mm512_mask_add_ps(s.minus_hi, m.minus_hi, s.minus_hi, b);
-  s.xp += lengths[code];
-}
-
-inline void mask_finish(const MaskRow& s, const TernaryGemmArgs& a, uint32_t r) {
-  const float plus = _mm512_reduce_add_ps(_mm512_add_ps(s.plus_lo, s.plus_hi));
-  const float minus = _mm512_reduce_add_ps(_mm512_add_ps(s.minus_lo, s.minus_hi));
-  a.y[r] = combine_row(plus, minus, a.w.scales[r]);
-}
-
-template <int R>
-void mask_rows(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  const ternary::PackedTernaryView& w = a.w;
-  const TernaryMaskRecord* masks = a.table->masks.data();
-  const uint8_t* lengths = a.table->lengths.data();
-  auto fresh = [&](uint32_t r) {
+  explicit Masks(const TernaryGemmArgs& args)
+      : a(args), masks(args.table->masks.data()), lengths(args.table->lengths.data()) {}
+  Cursor start() const {
     const __m512 z = _mm512_setzero_ps();
-    return MaskRow{z, z, z, z, a.xs, w.codes + w.row_offsets[r]};
-  };
-  auto run_row = [&](MaskRow s, const uint16_t* end, uint32_t r) {
-    for (; s.code < end; ++s.code) mask_step(s, *s.code, masks, lengths);
-    mask_finish(s, a, r);
-  };
-  uint32_t r = row_begin;
-  for (; r + R <= row_end; r += R) {
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      MaskRow s[R] = {fresh(r + static_cast<uint32_t>(I))...};
-      int32_t n = INT32_MAX;
-      ((n = std::min(n, w.row_offsets[r + I + 1] - w.row_offsets[r + I])), ...);
-      for (int32_t j = 0; j < n; ++j) (mask_step(s[I], s[I].code[j], masks, lengths), ...);
-      ((s[I].code += n), ...);
-      (run_row(s[I], w.codes + w.row_offsets[r + I + 1], r + static_cast<uint32_t>(I)), ...);
-    }(std::make_index_sequence<R>{});
+    return {z, z, z, z, a.xs};
   }
-  for (; r < row_end; ++r) run_row(fresh(r), w.codes + w.row_offsets[r + 1], r);
-}
+  __attribute__((always_inline)) void step(Cursor& c, uint32_t code) const {
+    const TernaryMaskRecord m = masks[code];
+    const __m512 x_lo = _mm512_loadu_ps(c.xp);
+    const __m512 x_hi = _mm512_loadu_ps(c.xp + 16);
+    c.plus_lo = _mm512_mask_add_ps(c.plus_lo, m.plus_lo, c.plus_lo, x_lo);
+    c.plus_hi = _mm512_mask_add_ps(c.plus_hi, m.plus_hi, c.plus_hi, x_hi);
+    c.minus_lo = _mm512_mask_add_ps(c.minus_lo, m.minus_lo, c.minus_lo, x_lo);
+    c.minus_hi = _mm512_mask_add_ps(c.minus_hi, m.minus_hi, c.minus_hi, x_hi);
+    c.xp += lengths[code];
+  }
+  void finish(const Cursor& c, uint32_t r) const {
+    const float plus = _mm512_reduce_add_ps(_mm512_add_ps(c.plus_lo, c.plus_hi));
+    const float minus = _mm512_reduce_add_ps(_mm512_add_ps(c.minus_lo, c.minus_hi));
+    a.y[r] = combine_row(plus, minus, a.w.scales[r]);
+  }
+};
 
 struct VecF32x16 {
   using T = __m512;
@@ -168,11 +205,15 @@ struct VecF32x16 {
 }  // namespace
 
 void gemv_f32_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  perm_rows<8>(a, row_begin, row_end);
+  lockstep_rows<kGemvRows>(a, PermF32(a), row_begin, row_end);
+}
+
+void gemv_bf16_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  lockstep_rows<kGemvRows>(a, PermBf16(a), row_begin, row_end);
 }
 
 void gemv_f32_ternary_dict_masks_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  mask_rows<4>(a, row_begin, row_end);
+  lockstep_rows<4>(a, Masks(a), row_begin, row_end);
 }
 
 void gemm_f32_ternary_dict_slots_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {

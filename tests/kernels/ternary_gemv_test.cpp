@@ -61,7 +61,7 @@ size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx
       const double got = y[t * y_stride + r];
       const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
       if (!(std::fabs(got - o.y) <= bound)) {
-        ADD_FAILURE() << what << " " << ternary_kernel_name(k, fx.table, batch) << ": row " << r << " token " << t
+        ADD_FAILURE() << what << " " << ternary_kernel_name(k, fx.table, batch, type) << ": row " << r << " token " << t
                       << " got " << got << " want " << o.y << " (bound " << bound << ", " << o.nonzeros
                       << " nonzeros)";
         return checked;
@@ -142,6 +142,30 @@ TEST(TernaryGemv, PermAndMaskPathsAgreeWithEachOther) {
                "gemv_f32_ternary_dict_perm_avx512");
   check_kernels(masks_only, fx, m, 1, nullptr, ActivationType::kF32, 17, "masks");
   check_kernels(ternary_gemv_kernels(Isa::kAvx512), fx, m, 1, nullptr, ActivationType::kF32, 17, "perm");
+}
+
+TEST(TernaryGemv, Bf16ActivationsTakeTheBf16PermuteKernelOnVbmi) {
+  // Batch-1 bf16 activations run the word-permute kernel where the CPU has VBMI
+  // (and fall back to widening + the f32 kernel elsewhere); rows of odd widths,
+  // windows running past the last column, all-zero and all-nonzero rows, 1..3
+  // threads, each held to the bound against the oracle on the same bf16 inputs.
+  if (!cpu_features().avx512) GTEST_SKIP() << "CPU without AVX-512";
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  const TernaryGemvKernels& k = ternary_gemv_kernels(Isa::kAvx512);
+  const char* want = cpu_features().avx512_vbmi ? "gemv_bf16_ternary_dict_perm_avx512"
+                                                : "gemv_f32_ternary_dict_perm_avx512";
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kBF16), want);
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kF32), "gemv_f32_ternary_dict_perm_avx512");
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 2, ActivationType::kBF16), "gemm_f32_ternary_dict_slots_avx512");
+  ThreadPool pool2(2), pool3(3);
+  uint64_t seed = 300;
+  const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax, RowKind::kAllMin};
+  for (uint32_t cols : {1u, 27u, 28u, 29u, 31u, 32u, 33u, 63u, 500u, 2081u}) {
+    const testing::TestMatrix m = testing::make_test_matrix(fx, 53, cols, 0.885, seed++, special);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      check_kernels(k, fx, m, 1, pool, ActivationType::kBF16, seed++, "bf16 cols " + std::to_string(cols));
+    }
+  }
 }
 
 TEST(TernaryGemv, LowP0DictionaryUsesGenericSlotsAndMaskKernel) {

@@ -98,8 +98,9 @@ struct GemvBenchResult {
   size_t llc_bytes = 0;
   GemvTiming dense_f32;
   GemvTiming dense_bf16;
-  GemvTiming compressed;
-  GemvTiming compressed_batch1;  // only when batch > 1: the per-token reference
+  GemvTiming compressed;          // f32 activations
+  GemvTiming compressed_bf16act;  // the same matrices with the activations as bf16
+  GemvTiming compressed_batch1;   // only when batch > 1: the per-token reference (f32 activations)
   ternary::TernaryLedger ledger;  // of one working-set matrix
   double dictionary_p0 = 0;
 };

@@ -34,7 +34,9 @@ namespace submoe::kernels {
 //             to 31 floats past cols.
 //   kDoubled: column c at rows 2c (its B values, padded to batch_stride) and 2c+1
 //             (zeros); see TernaryKernelTable::slots.
-enum class XLayout : uint8_t { kPadded = 0, kDoubled = 1 };
+//   kPaddedBf16: batch 1, bf16 activations as given (bit copies), then zeros;
+//             xs points at them (read as uint16_t).
+enum class XLayout : uint8_t { kPadded = 0, kDoubled = 1, kPaddedBf16 = 2 };
 
 // What one kernel invocation sees. Rows [row_begin, row_end) are computed.
 struct TernaryGemmArgs {
@@ -62,6 +64,10 @@ struct TernaryGemvKernels {
   // Batch 2..kMaxKernelBatch, doubled layout.
   const char* gemm_name = nullptr;
   TernaryRowsFn gemm = nullptr;
+  // Batch 1 with bf16 activations and permute records (may be null: then bf16
+  // activations are widened to f32 and take the gemv paths above). Layout kPaddedBf16.
+  const char* gemv_bf16_name = nullptr;
+  TernaryRowsFn gemv_bf16 = nullptr;
 };
 
 // The table of one ISA. The caller must make sure the CPU supports it
@@ -70,8 +76,10 @@ const TernaryGemvKernels& ternary_gemv_kernels(Isa isa);
 // ternary_gemv_kernels(best_isa()), decided once.
 const TernaryGemvKernels& best_ternary_gemv_kernels();
 
-// Name of the kernel gemm_ternary_dict runs for this table and batch size.
-const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch);
+// Name of the kernel gemm_ternary_dict runs for this table, batch size and
+// activation type.
+const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
+                                ActivationType type = ActivationType::kF32);
 
 // Floats of workspace gemm_ternary_dict needs (enough for every ISA).
 size_t ternary_gemm_workspace_floats(uint32_t cols, uint32_t batch);
