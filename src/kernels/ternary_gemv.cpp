@@ -81,7 +81,7 @@ float activation(const ActivationsView& x, uint32_t t, uint32_t c) {
                                         : bf16_to_float(static_cast<const bf16_t*>(x.data)[i]);
 }
 
-// Token 0 as f32 followed by kPadCols zeros.
+// Token 0 as f32 followed by kTailPadCols zeros.
 void prepare_padded(const ActivationsView& x, uint32_t cols, float* xs) {
   if (x.type == ActivationType::kF32) {
     std::memcpy(xs, x.data, sizeof(float) * cols);
@@ -89,14 +89,14 @@ void prepare_padded(const ActivationsView& x, uint32_t cols, float* xs) {
     const auto* src = static_cast<const bf16_t*>(x.data);
     for (uint32_t c = 0; c < cols; ++c) xs[c] = bf16_to_float(src[c]);
   }
-  std::fill(xs + cols, xs + cols + detail::kPadCols, 0.0f);
+  std::fill(xs + cols, xs + cols + detail::kTailPadCols, 0.0f);
 }
 
-// Token 0's bf16 bits followed by kPadCols zero words.
+// Token 0's bf16 bits followed by kTailPadCols zero words.
 void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
   auto* dst = reinterpret_cast<bf16_t*>(xs);
   std::memcpy(dst, x.data, sizeof(bf16_t) * cols);
-  std::fill(dst + cols, dst + cols + detail::kPadCols, bf16_t{0});
+  std::fill(dst + cols, dst + cols + detail::kTailPadCols, bf16_t{0});
 }
 
 // Column c: row 2c holds the B tokens' values (zero past B and past cols), row
@@ -197,7 +197,9 @@ uint32_t ternary_batch_stride(uint32_t batch) {
 
 size_t ternary_gemm_workspace_floats(uint32_t cols, uint32_t batch) {
   const size_t padded_cols = static_cast<size_t>(cols) + detail::kPadCols;
-  return kAlignFloats + 2 * padded_cols * ternary_batch_stride(batch);
+  const size_t doubled = 2 * padded_cols * ternary_batch_stride(batch);
+  const size_t padded = static_cast<size_t>(cols) + detail::kTailPadCols;  // batch-1 layouts
+  return kAlignFloats + std::max(doubled, padded);
 }
 
 Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelTable& table,

@@ -13,6 +13,13 @@ namespace submoe::kernels::detail {
 // window read up to 31 floats past the codeword's first column.
 inline constexpr uint32_t kPadCols = 32;
 
+// The AVX-512 batch-1 kernels let a row that ends before the others of its
+// lockstep group take up to kLockstepTail more steps over the codewords that
+// follow it in memory; its window is then past its last column, so those steps
+// must read zeros: the batch-1 layouts carry this many zero columns.
+inline constexpr uint32_t kLockstepTail = 48;
+inline constexpr uint32_t kTailPadCols = kPadCols + 28 * (kLockstepTail + 1);
+
 // Scalar: a straight port of the GPU logic (per codeword, 28 lanes each extract
 // their 2-bit symbol from the dictionary entry and multiply-accumulate the row's
 // level), and a batch kernel that decodes each codeword once for all tokens.
