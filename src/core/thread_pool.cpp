@@ -114,4 +114,22 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   });
 }
 
+void ThreadPool::parallel_for_dynamic(size_t n, size_t grain,
+                                      const std::function<void(size_t, size_t, int)>& fn) {
+  if (n == 0) return;
+  grain = std::max<size_t>(1, grain);
+  const size_t blocks = (n + grain - 1) / grain;
+  if (blocks <= 1 || num_threads_ <= 1) {
+    fn(0, n, 0);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  run_on_all([&](int t) {
+    for (size_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks;
+         b = next.fetch_add(1, std::memory_order_relaxed)) {
+      fn(b * grain, std::min(n, (b + 1) * grain), t);
+    }
+  });
+}
+
 }  // namespace submoe

@@ -25,15 +25,18 @@ const Table& table_for_isa(Isa isa, const Table& scalar, const Table& avx2, cons
 }
 
 // Runs fn(args, begin, end) over rows [0, rows): on the calling thread for small
-// matrices or without a pool, else in chunks that are multiples of `grain`
-// (the kernels' row tile) spread over the pool. Rows must be independent.
+// matrices or without a pool, else in blocks of `grain` rows (a multiple of the
+// kernels' row tile) that the pool's threads take as they finish the previous
+// one, so a thread slowed down by a busy neighbour does not hold up the call.
+// Rows must be independent (each row's result does not depend on which thread
+// computes it).
 template <typename Fn, typename Args>
 void run_rows(Fn fn, const Args& args, uint32_t rows, size_t grain, ThreadPool* pool) {
   if (pool == nullptr || pool->num_threads() <= 1 || rows < 2 * grain) {
     fn(args, 0, rows);
     return;
   }
-  pool->parallel_for(rows, grain, [&](size_t begin, size_t end, int) {
+  pool->parallel_for_dynamic(rows, grain, [&](size_t begin, size_t end, int) {
     fn(args, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
   });
 }

@@ -33,6 +33,14 @@ class ThreadPool {
   // Not reentrant: fn must not call parallel_for on the same pool.
   void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t, int)>& fn);
 
+  // Splits [0, n) into blocks of `grain` (the last may be shorter) that the
+  // threads take in order from a shared counter, running fn(begin, end,
+  // thread_index) per block: a thread slowed down (a busy SMT sibling, another
+  // tenant) takes fewer blocks instead of holding up the others. For work whose
+  // blocks are independent; which thread runs a block is not deterministic.
+  // With one thread, or when [0, n) is a single block, fn runs once on [0, n).
+  void parallel_for_dynamic(size_t n, size_t grain, const std::function<void(size_t, size_t, int)>& fn);
+
   // Runs fn(thread_index) once on each of the num_threads() threads.
   void run_on_all(const std::function<void(int)>& fn);
 

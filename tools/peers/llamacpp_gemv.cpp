@@ -1,0 +1,216 @@
+// Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (through
+// ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
+// dense and compressed kernels, in one process, interleaved call by call, each on
+// a working set of distinct matrices larger than the last-level cache. The shared
+// VM's speed drifts (a busy SMT sibling, other tenants' DRAM traffic), so only
+// numbers taken side by side compare.
+//
+// Usage: llamacpp_gemv ROWS COLS THREADS [ITERS]
+// Prints one JSON object per kernel: {"kernel", "bits_per_weight", "matrices",
+// "median_us", "min_us"}.
+#include <ggml-cpu.h>
+#include <ggml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "submoe/codec/ternary_dictionary.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/kernels/dense_gemv.h"
+#include "submoe/kernels/gemv_bench.h"
+#include "submoe/kernels/ternary_gemv.h"
+#include "submoe/kernels/ternary_kernel_table.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timed {
+  std::string name;
+  double bits_per_weight = 0;
+  uint32_t count = 0;
+  std::function<void(uint32_t)> call;
+  std::vector<double> us;
+};
+
+// A ggml working set of `count` matrices of one type, and one mul_mat graph per
+// matrix (weights [cols, rows] times an f32 vector [cols, 1]).
+struct GgmlSet {
+  ggml_context* ctx = nullptr;
+  std::vector<ggml_cgraph*> graphs;
+  ggml_cplan plan{};
+  std::vector<uint8_t> work;
+  ~GgmlSet() {
+    if (ctx != nullptr) ggml_free(ctx);
+  }
+};
+
+uint32_t matrices_for(size_t bytes, size_t llc) {
+  return std::max<uint32_t>(64, static_cast<uint32_t>(std::ceil(2.0 * static_cast<double>(llc) /
+                                                                static_cast<double>(bytes))));
+}
+
+std::unique_ptr<GgmlSet> make_ggml_set(ggml_type type, uint32_t rows, uint32_t cols, int threads,
+                                       ggml_threadpool* pool, const std::vector<float>& x, size_t llc,
+                                       uint32_t* count_out, double* bpw_out) {
+  const size_t row_bytes = ggml_row_size(type, cols);
+  const size_t bytes = row_bytes * rows;
+  const uint32_t count = matrices_for(bytes, llc);
+  auto set = std::make_unique<GgmlSet>();
+  ggml_init_params p{};
+  p.mem_size = count * (bytes + 4 * ggml_tensor_overhead() + ggml_graph_overhead_custom(8, false) + rows * 4 + 256) +
+               (1u << 24);
+  p.mem_buffer = nullptr;
+  p.no_alloc = false;
+  set->ctx = ggml_init(p);
+  if (set->ctx == nullptr) return nullptr;
+  ggml_tensor* xt = ggml_new_tensor_2d(set->ctx, GGML_TYPE_F32, cols, 1);
+  std::memcpy(xt->data, x.data(), sizeof(float) * cols);
+
+  // One matrix of data, quantized once; the others are its rows in other orders.
+  std::mt19937_64 rng(7);
+  std::vector<float> w(static_cast<size_t>(rows) * cols);
+  const bool ternary = type == GGML_TYPE_TQ1_0 || type == GGML_TYPE_TQ2_0;
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::uniform_real_distribution<double> ud(0.0, 1.0);
+  for (float& v : w) v = ternary ? (ud(rng) < 0.885 ? 0.0f : (ud(rng) < 0.5 ? -0.03f : 0.03f)) : nd(rng);
+  std::vector<uint8_t> q0(bytes);
+  ggml_quantize_chunk(type, w.data(), q0.data(), 0, rows, cols, nullptr);
+  std::vector<uint32_t> order(rows);
+  for (uint32_t r = 0; r < rows; ++r) order[r] = r;
+  for (uint32_t i = 0; i < count; ++i) {
+    ggml_tensor* wt = ggml_new_tensor_2d(set->ctx, type, cols, rows);
+    if (i > 0) std::shuffle(order.begin(), order.end(), rng);
+    auto* dst = static_cast<uint8_t*>(wt->data);
+    for (uint32_t r = 0; r < rows; ++r) std::memcpy(dst + r * row_bytes, q0.data() + order[r] * row_bytes, row_bytes);
+    ggml_cgraph* g = ggml_new_graph_custom(set->ctx, 8, false);
+    ggml_build_forward_expand(g, ggml_mul_mat(set->ctx, wt, xt));
+    set->graphs.push_back(g);
+  }
+  set->plan = ggml_graph_plan(set->graphs[0], threads, pool);
+  set->work.resize(set->plan.work_size + 64);
+  set->plan.work_data = set->work.data();
+  *count_out = count;
+  *bpw_out = 8.0 * static_cast<double>(bytes) / (static_cast<double>(rows) * cols);
+  return set;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace submoe;
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s ROWS COLS THREADS [ITERS]\n", argv[0]);
+    return 2;
+  }
+  const uint32_t rows = static_cast<uint32_t>(std::atoi(argv[1]));
+  const uint32_t cols = static_cast<uint32_t>(std::atoi(argv[2]));
+  const int threads = std::atoi(argv[3]);
+  const uint32_t iters = argc > 4 ? static_cast<uint32_t>(std::atoi(argv[4])) : 100;
+  if (rows == 0 || cols == 0 || threads < 1 || iters == 0) {
+    std::fprintf(stderr, "rows, cols, threads and iters must be positive\n");
+    return 2;
+  }
+  const size_t llc = kernels::last_level_cache_bytes();
+
+  std::vector<float> x(cols);
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (float& v : x) v = nd(rng);
+  std::vector<bf16_t> xb(cols);
+  for (uint32_t c = 0; c < cols; ++c) xb[c] = float_to_bf16(x[c]);
+
+  // poll 0: ggml's workers sleep between graphs instead of spinning through the
+  // submoe calls of the same round (two spinning pools on two cores would each
+  // slow the other down). submoe's pool spins up to 50 us after each of its calls.
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  tpp.poll = 0;
+  ggml_threadpool* gpool = ggml_threadpool_new(&tpp);
+  std::vector<Timed> timed;
+  std::vector<std::unique_ptr<GgmlSet>> sets;
+  for (ggml_type t : {GGML_TYPE_BF16, GGML_TYPE_F16, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0}) {
+    if (cols % ggml_blck_size(t) != 0) {  // TQ1_0 / TQ2_0 blocks are 256 weights of a row
+      std::printf("{\"kernel\": \"llama.cpp %s\", \"rows\": %u, \"cols\": %u, \"threads\": %d, "
+                  "\"skipped\": \"cols not a multiple of its block size %lld\"}\n",
+                  ggml_type_name(t), rows, cols, threads, static_cast<long long>(ggml_blck_size(t)));
+      continue;
+    }
+    uint32_t count = 0;
+    double bpw = 0;
+    std::unique_ptr<GgmlSet> s = make_ggml_set(t, rows, cols, threads, gpool, x, llc, &count, &bpw);
+    if (s == nullptr) {
+      std::fprintf(stderr, "ggml_init failed for %s\n", ggml_type_name(t));
+      return 1;
+    }
+    GgmlSet* sp = s.get();
+    timed.push_back({std::string("llama.cpp ") + ggml_type_name(t), bpw, count,
+                     [sp](uint32_t i) { ggml_graph_compute(sp->graphs[i], &sp->plan); }, {}});
+    sets.push_back(std::move(s));
+  }
+
+  // submoe: dense bf16 and the compressed kernel (qmoe code, p0 0.885) with f32
+  // and bf16 activations.
+  ThreadPool pool(threads);
+  const kernels::DenseWorkingSet dense = kernels::make_dense_working_set(
+      kernels::DenseType::kBF16, rows, cols, matrices_for(static_cast<size_t>(rows) * cols * 2, llc), 1);
+  std::vector<float> y(rows);
+  const kernels::DenseGemvKernels& dk = kernels::dense_gemv_kernels(best_isa());
+  timed.push_back({"submoe dense bf16", 16.0, static_cast<uint32_t>(dense.storage.size()), [&](uint32_t i) {
+                     (void)kernels::gemm_dense(dk, dense.view(i), x.data(), cols, 1, kernels::OutputView{y.data(), rows},
+                                               &pool);
+                   },
+                   {}});
+  Result<ternary::TernaryDictionary> dict = ternary::build_qmoe_dictionary(0.885);
+  if (!dict.is_ok()) return 1;
+  Result<kernels::TernaryKernelTable> table = kernels::build_ternary_kernel_table(dict->entries());
+  Result<kernels::TernaryWorkingSet> probe = kernels::make_ternary_working_set(*dict, rows, cols, 0.885, 1, 1, 1, &pool);
+  if (!table.is_ok() || !probe.is_ok()) return 1;
+  const uint32_t ccount = matrices_for(probe->bytes_per_matrix(), llc);
+  Result<kernels::TernaryWorkingSet> ws = kernels::make_ternary_working_set(*dict, rows, cols, 0.885, ccount, 2, 1, &pool);
+  if (!ws.is_ok()) return 1;
+  const double cbpw = 8.0 * static_cast<double>(ws->bytes_per_matrix()) / (static_cast<double>(rows) * cols);
+  const kernels::TernaryGemvKernels& tk = kernels::best_ternary_gemv_kernels();
+  std::vector<float> workspace(kernels::ternary_gemm_workspace_floats(cols, 1));
+  for (kernels::ActivationType at : {kernels::ActivationType::kF32, kernels::ActivationType::kBF16}) {
+    const kernels::ActivationsView xv = at == kernels::ActivationType::kF32 ? kernels::ActivationsView::f32(x.data(), 1, cols)
+                                                                           : kernels::ActivationsView::bf16(xb.data(), 1, cols);
+    timed.push_back({std::string("submoe ternary qmoe, ") + kernels::activation_type_name(at) + " activations", cbpw,
+                     ccount, [&, xv](uint32_t i) {
+                       (void)kernels::gemm_ternary_dict(tk, *table, ws->view(i), xv, kernels::OutputView{y.data(), rows},
+                                                        workspace, &pool);
+                     },
+                     {}});
+  }
+
+  // Interleaved rounds: every kernel once per round, 3 untimed rounds first.
+  for (uint32_t round = 0; round < iters + 3; ++round) {
+    for (Timed& t : timed) {
+      const auto t0 = Clock::now();
+      t.call(round % t.count);
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (round >= 3) t.us.push_back(us);
+    }
+  }
+  for (const Timed& t : timed) {
+    std::printf("{\"kernel\": \"%s\", \"rows\": %u, \"cols\": %u, \"threads\": %d, \"bits_per_weight\": %.3f, "
+                "\"matrices\": %u, \"median_us\": %.1f, \"min_us\": %.1f}\n",
+                t.name.c_str(), rows, cols, threads, t.bits_per_weight, t.count, median(t.us),
+                *std::min_element(t.us.begin(), t.us.end()));
+  }
+  ggml_threadpool_free(gpool);
+  return 0;
+}
