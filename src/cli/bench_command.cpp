@@ -5,10 +5,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/codec/int_packed.h"
 #include "submoe/kernels/gemv_bench.h"
 
 namespace submoe::cli {
@@ -31,6 +33,9 @@ struct GemvOptions {
   double llc_factor = 2.0;
   std::string isa;
   bool no_dense = false;
+  std::vector<uint32_t> int_bits = {2, 3, 4};
+  uint32_t int_group = 128;
+  bool no_int = false;
   uint64_t seed = 1;
   bool json = false;
 };
@@ -79,6 +84,9 @@ Status run_gemv(const GemvOptions& o) {
   c.min_matrices = o.min_matrices;
   c.llc_factor = o.llc_factor;
   c.dense = !o.no_dense;
+  c.int_bits = o.no_int ? std::vector<uint32_t>{} : o.int_bits;
+  c.int_group = o.int_group;
+  for (uint32_t b : c.int_bits) SUBMOE_RETURN_IF_ERROR(intn::check_int_params(b, c.int_group));
   c.seed = o.seed;
 
   ThreadPool pool(o.threads);
@@ -125,6 +133,16 @@ Status run_gemv(const GemvOptions& o) {
     j["ratio_vs_bf16_bf16act"] = r.dense_bf16.median_us > 0 ? comp_bf16act / r.dense_bf16.median_us : 0.0;
     j["dense_bf16_gb_per_s"] = r.dense_bf16.median_us > 0 ? weights * 2 / r.dense_bf16.median_us * 1e-3 : 0.0;
   }
+  nlohmann::json ints = nlohmann::json::array();
+  for (const GemvBenchResult::IntTiming& it : r.ints) {
+    nlohmann::json e = timing_json(it.timing);
+    e["bits"] = it.bits;
+    e["group_size"] = c.int_group;
+    e["bits_per_weight"] = it.bits_per_weight;
+    if (c.dense && r.dense_bf16.median_us > 0) e["ratio_vs_bf16"] = it.timing.median_us / r.dense_bf16.median_us;
+    ints.push_back(e);
+  }
+  j["int"] = ints;
   if (c.batch > 1) {
     j["compressed_per_token_us"] = comp / c.batch;
     j["compressed_batch1_us"] = r.compressed_batch1.median_us;
@@ -155,6 +173,9 @@ Status run_gemv(const GemvOptions& o) {
   }
   line("compressed", r.compressed);
   line("  bf16 x", r.compressed_bf16act);
+  for (const GemvBenchResult::IntTiming& it : r.ints) {
+    line(("int" + std::to_string(it.bits) + " g" + std::to_string(c.int_group)).c_str(), it.timing);
+  }
   if (c.batch > 1) line("batch 1", r.compressed_batch1);
   std::printf("  compressed: %.2f Gweights/s", comp > 0 ? weights / comp * 1e-3 : 0.0);
   if (c.dense) {
@@ -185,7 +206,8 @@ void setup_gemv(CLI::App& bench) {
       "cpu_median_us (CPU time of the calling thread: on a shared machine it leaves out time spent\n"
       "descheduled; with several threads it covers the caller's share of the rows), and for\n"
       "batch > 1 compressed_per_token_us, compressed_batch1_us and per_token_ratio_vs_batch1\n"
-      "(compressed per-token time / compressed batch-1 time).");
+      "(compressed per-token time / compressed batch-1 time); \"int\": one entry per --int-bits with the\n"
+      "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16.");
   cmd->add_option("--shape", o->shape, "Matrix shape RxC: rows (outputs) x cols (inputs)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Tokens per call, 1..64")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (rows split across them)")
@@ -206,6 +228,12 @@ void setup_gemv(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--isa", o->isa, "Kernels to time: scalar, avx2 or avx512 (default: the best this CPU runs)");
   cmd->add_flag("--no-dense", o->no_dense, "Skip the dense baselines (they need 64 x rows x cols x 6 bytes)");
+  cmd->add_option("--int-bits", o->int_bits, "n-bit kernels (GPTQ grids) to time next to the others: 2, 3, 4")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 4));
+  cmd->add_option("--int-group", o->int_group, "Group size of the n-bit grids (0 = one scale per row)")
+      ->capture_default_str();
+  cmd->add_flag("--no-int", o->no_int, "Skip the n-bit kernels");
   cmd->add_option("--seed", o->seed, "Random seed of the data")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("bench gemv", run_gemv(*o)); });

@@ -150,6 +150,52 @@ Result<TernaryWorkingSet> make_ternary_working_set(const ternary::TernaryDiction
   return s;
 }
 
+intn::PackedIntView IntWorkingSet::view(size_t i) const {
+  intn::PackedIntView v = base.view();
+  v.qweight = copies[i].qweight.data();
+  v.scales = copies[i].scales.data();
+  v.zeros = copies[i].zeros.data();
+  return v;
+}
+
+Result<IntWorkingSet> make_int_working_set(uint32_t bits, uint32_t group_size, uint32_t rows, uint32_t cols,
+                                           uint32_t count, uint64_t seed) {
+  SUBMOE_RETURN_IF_ERROR(intn::check_int_params(bits, group_size));
+  const uint32_t groups = intn::int_groups_per_row(cols, group_size);
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> codes(static_cast<size_t>(rows) * cols);
+  for (uint8_t& c : codes) c = static_cast<uint8_t>(rng() & ((1u << bits) - 1u));
+  // Scales exact in f16 (as the quantizer stores them), zeros mid-range.
+  std::vector<float> scales(static_cast<size_t>(rows) * groups), zeros(scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = std::ldexp(1.0f + static_cast<float>(rng() % 64) / 64.0f, -8);
+    zeros[i] = static_cast<float>(1u << (bits - 1));
+  }
+  IntWorkingSet s;
+  SUBMOE_ASSIGN_OR_RETURN(s.base, intn::pack_int_codes(codes, rows, cols, bits, group_size, scales, zeros));
+  const intn::PackedIntView b = s.base.view();
+  std::vector<uint32_t> order(rows);
+  for (uint32_t r = 0; r < rows; ++r) order[r] = r;
+  s.copies.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (i > 0) std::shuffle(order.begin(), order.end(), rng);
+    IntWorkingSet::Copy c;
+    c.qweight.reset(static_cast<size_t>(rows) * b.row_bytes, false);
+    c.scales.reset(static_cast<size_t>(rows) * groups, false);
+    c.zeros.reset(static_cast<size_t>(rows) * groups, false);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const uint32_t from = order[r];
+      std::memcpy(c.qweight.data() + r * b.row_bytes, b.qweight + from * b.row_bytes, b.row_bytes);
+      std::memcpy(c.scales.data() + static_cast<size_t>(r) * groups, b.scales + static_cast<size_t>(from) * groups,
+                  sizeof(uint16_t) * groups);
+      std::memcpy(c.zeros.data() + static_cast<size_t>(r) * groups, b.zeros + static_cast<size_t>(from) * groups,
+                  groups);
+    }
+    s.copies.push_back(std::move(c));
+  }
+  return s;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -297,6 +343,34 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
                        return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool);
                      }, {}, {}});
   };
+  // n-bit kernels (f32 activations), each on its own working set.
+  std::vector<IntWorkingSet> int_sets;
+  int_sets.reserve(c.int_bits.size());
+  res.ints.reserve(c.int_bits.size());  // timed entries point into it
+  const IntGemvKernels& ik = int_gemv_kernels(c.isa);
+  std::vector<float> int_workspace(int_gemm_workspace_floats(c.cols, c.batch));
+  for (uint32_t bits : c.int_bits) {
+    const size_t bytes = intn::packed_int_bytes(c.rows, c.cols, bits, c.int_group);
+    const uint32_t n = working_set_matrices(bytes, c.min_matrices, c.llc_factor);
+    say("int" + std::to_string(bits) + ": " + std::to_string(n) + " matrices, " + std::to_string((n * bytes) >> 20) +
+        " MiB");
+    SUBMOE_ASSIGN_OR_RETURN(IntWorkingSet is, make_int_working_set(bits, c.int_group, c.rows, c.cols, n, c.seed));
+    int_sets.push_back(std::move(is));
+    GemvBenchResult::IntTiming it;
+    it.bits = bits;
+    it.bits_per_weight = intn::packed_int_bits_per_weight(c.rows, c.cols, bits, c.int_group);
+    it.timing.kernel = int_kernel_name(ik, c.batch);
+    it.timing.bytes_per_matrix = bytes;
+    res.ints.push_back(it);
+  }
+  for (size_t k = 0; k < int_sets.size(); ++k) {
+    const IntWorkingSet* is = &int_sets[k];
+    const ActivationsView xv = ActivationsView::f32(x.data(), c.batch, c.cols);
+    timed.push_back({&res.ints[k].timing, static_cast<uint32_t>(is->copies.size()), [&, is, xv](uint32_t i) {
+                       return gemm_int(ik, is->view(i), xv, out, int_workspace, pool);
+                     }, {}, {}});
+  }
+
   add_compressed(&res.compressed, c.batch, ActivationType::kF32);
   add_compressed(&res.compressed_bf16act, c.batch, ActivationType::kBF16);
   if (c.batch > 1) add_compressed(&res.compressed_batch1, 1, ActivationType::kF32);

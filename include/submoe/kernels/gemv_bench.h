@@ -16,6 +16,7 @@
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
 #include "submoe/kernels/dense_gemv.h"
+#include "submoe/kernels/int_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 
 namespace submoe {
@@ -63,6 +64,22 @@ Result<TernaryWorkingSet> make_ternary_working_set(const ternary::TernaryDiction
                                                    uint32_t cols, double p0, uint32_t count, uint32_t distinct,
                                                    uint64_t seed, ThreadPool* pool);
 
+// A working set of n-bit matrices (codec/int_packed.h): one packed matrix of
+// random codes, then copies with the rows in other random orders.
+struct IntWorkingSet {
+  intn::PackedIntMatrix base;
+  struct Copy {
+    AlignedBuffer<uint8_t> qweight;
+    AlignedBuffer<uint16_t> scales;
+    AlignedBuffer<uint8_t> zeros;
+  };
+  std::vector<Copy> copies;
+  intn::PackedIntView view(size_t i) const;
+  size_t bytes_per_matrix() const { return base.storage_bytes(); }
+};
+Result<IntWorkingSet> make_int_working_set(uint32_t bits, uint32_t group_size, uint32_t rows, uint32_t cols,
+                                           uint32_t count, uint64_t seed);
+
 struct GemvBenchConfig {
   uint32_t rows = 2080;
   uint32_t cols = 6144;
@@ -74,6 +91,8 @@ struct GemvBenchConfig {
   uint32_t min_matrices = 64;  // working set: at least this many distinct matrices
   double llc_factor = 2.0;     // ... and at least this many times the last-level cache
   bool dense = true;           // also time dense f32 and bf16
+  std::vector<uint32_t> int_bits = {2, 3, 4};  // n-bit kernels to time next to them (empty: none)
+  uint32_t int_group = 128;                     // their group size (0 = per row)
   Isa isa = Isa::kScalar;      // kernels to time (the caller passes best_isa() by default)
   uint64_t seed = 1;
 };
@@ -101,6 +120,12 @@ struct GemvBenchResult {
   GemvTiming compressed;          // f32 activations
   GemvTiming compressed_bf16act;  // the same matrices with the activations as bf16
   GemvTiming compressed_batch1;   // only when batch > 1: the per-token reference (f32 activations)
+  struct IntTiming {
+    uint32_t bits = 0;
+    double bits_per_weight = 0;  // codes + f16 scales + zeros
+    GemvTiming timing;
+  };
+  std::vector<IntTiming> ints;  // one per config.int_bits
   ternary::TernaryLedger ledger;  // of one working-set matrix
   double dictionary_p0 = 0;
 };
