@@ -36,7 +36,7 @@ class ArtifactExpertSource final : public ExpertSource {
   // keeps three f32 matrices.
   uint64_t estimate_resident_bytes(ExpertKey key, ByteRange range) const override {
     (void)key;
-    if (mode_ == runtime::ExecutionMode::kFused) return range.length;
+    if (mode_ != runtime::ExecutionMode::kReferenceDecode) return range.length;
     return uint64_t{3} * artifact_->expert_hidden() * artifact_->expert_inner() * sizeof(float);
   }
 

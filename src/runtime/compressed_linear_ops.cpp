@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <vector>
 
 #include "runtime/op_workspace.h"
+#include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/runtime/compressed_linear.h"
 
@@ -38,29 +40,42 @@ void on_kernel_error(const Status& st, float* out, size_t n) {
 }
 
 // Tokens in chunks of at most kMaxKernelBatch; the pool only for enough work.
+// With bf16 activations each chunk is rounded into a per-thread buffer first.
 template <typename RunChunk>
 void forward_chunks(size_t rows, size_t cols, const float* in, size_t n, float* out, ThreadPool* pool,
-                    const RunChunk& run) {
+                    kernels::ActivationType activations, const RunChunk& run) {
   ThreadPool* p = rows * cols * n >= detail::kParallelMinMacs ? pool : nullptr;
   for (size_t t0 = 0; t0 < n; t0 += kMaxKernelBatch) {
     const auto nb = static_cast<uint32_t>(std::min<size_t>(kMaxKernelBatch, n - t0));
-    const Status st = run(ActivationsView::f32(in + t0 * cols, nb, cols), OutputView{out + t0 * rows, rows}, p);
+    ActivationsView x = ActivationsView::f32(in + t0 * cols, nb, cols);
+    if (activations == kernels::ActivationType::kBF16) {
+      thread_local std::vector<bf16_t> rounded;
+      rounded.resize(static_cast<size_t>(nb) * cols);
+      const float* src = in + t0 * cols;
+      for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = float_to_bf16(src[i]);
+      x = ActivationsView::bf16(rounded.data(), nb, cols);
+    }
+    const Status st = run(x, OutputView{out + t0 * rows, rows}, p);
     if (!st.is_ok()) on_kernel_error(st, out + t0 * rows, nb * rows);
   }
+}
+
+const char* activations_suffix(kernels::ActivationType a) {
+  return a == kernels::ActivationType::kBF16 ? ", bf16 activations" : "";
 }
 
 class TernaryDictLinearOp final : public model::LinearOp {
  public:
   TernaryDictLinearOp(ternary::PackedTernaryMatrix m, std::shared_ptr<const TernaryCodebook> cb,
-                      const kernels::TernaryGemvKernels& k)
-      : m_(std::move(m)), codebook_(std::move(cb)), kernels_(k) {}
+                      const kernels::TernaryGemvKernels& k, kernels::ActivationType activations)
+      : m_(std::move(m)), codebook_(std::move(cb)), kernels_(k), activations_(activations) {}
 
   size_t in_features() const override { return m_.cols(); }
   size_t out_features() const override { return m_.rows(); }
 
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
     const ternary::PackedTernaryView w = m_.view();
-    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
+    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, activations_, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
       const std::span<float> ws = detail::thread_workspace(kernels::ternary_gemm_workspace_floats(w.cols, x.batch));
       return kernels::gemm_ternary_dict(kernels_, codebook_->kernel_table(), w, x, y, ws, p);
     });
@@ -69,7 +84,7 @@ class TernaryDictLinearOp final : public model::LinearOp {
   std::string describe() const override {
     return std::string("ternary_dict ") + ternary::dict_kind_name(codebook_->dictionary().kind()) + " " +
            shape(m_.rows(), m_.cols()) + " " + bits_per_weight(weight_bytes(), m_.rows(), m_.cols()) +
-           " bits/weight, fused " + isa_name(kernels_.isa);
+           " bits/weight, fused " + isa_name(kernels_.isa) + activations_suffix(activations_);
   }
   size_t weight_bytes() const override {
     return m_.num_codes() * sizeof(uint16_t) + m_.row_offsets().size_bytes() + m_.scales().size_bytes();
@@ -79,18 +94,20 @@ class TernaryDictLinearOp final : public model::LinearOp {
   ternary::PackedTernaryMatrix m_;
   std::shared_ptr<const TernaryCodebook> codebook_;
   const kernels::TernaryGemvKernels& kernels_;
+  kernels::ActivationType activations_;
 };
 
 class IntLinearOp final : public model::LinearOp {
  public:
-  IntLinearOp(intn::PackedIntMatrix m, const kernels::IntGemvKernels& k) : m_(std::move(m)), kernels_(k) {}
+  IntLinearOp(intn::PackedIntMatrix m, const kernels::IntGemvKernels& k, kernels::ActivationType activations)
+      : m_(std::move(m)), kernels_(k), activations_(activations) {}
 
   size_t in_features() const override { return m_.cols(); }
   size_t out_features() const override { return m_.rows(); }
 
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
     const intn::PackedIntView w = m_.view();
-    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
+    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, activations_, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
       const std::span<float> ws = detail::thread_workspace(kernels::int_gemm_workspace_floats(w.cols, x.batch));
       return kernels::gemm_int(kernels_, w, x, y, ws, p);
     });
@@ -100,13 +117,14 @@ class IntLinearOp final : public model::LinearOp {
     std::string s = "int" + std::to_string(m_.bits());
     if (m_.group_size() != 0) s += "-g" + std::to_string(m_.group_size());
     return s + " " + shape(m_.rows(), m_.cols()) + " " + bits_per_weight(weight_bytes(), m_.rows(), m_.cols()) +
-           " bits/weight, fused " + isa_name(kernels_.isa);
+           " bits/weight, fused " + isa_name(kernels_.isa) + activations_suffix(activations_);
   }
   size_t weight_bytes() const override { return m_.storage_bytes(); }
 
  private:
   intn::PackedIntMatrix m_;
   const kernels::IntGemvKernels& kernels_;
+  kernels::ActivationType activations_;
 };
 
 class ReferenceDecodedLinearOp final : public model::LinearOp {
@@ -132,29 +150,45 @@ class ReferenceDecodedLinearOp final : public model::LinearOp {
 }  // namespace
 
 const char* execution_mode_name(ExecutionMode mode) {
-  return mode == ExecutionMode::kReferenceDecode ? "reference" : "fused";
+  switch (mode) {
+    case ExecutionMode::kFused:
+      return "fused";
+    case ExecutionMode::kFusedBf16:
+      return "fused-bf16";
+    case ExecutionMode::kReferenceDecode:
+      return "reference";
+  }
+  return "?";
 }
 
 Result<ExecutionMode> parse_execution_mode(std::string_view name) {
   if (name == "fused") return ExecutionMode::kFused;
+  if (name == "fused-bf16") return ExecutionMode::kFusedBf16;
   if (name == "reference") return ExecutionMode::kReferenceDecode;
-  return invalid_argument("execution mode '" + std::string(name) + "' is not fused or reference");
+  return invalid_argument("execution mode '" + std::string(name) + "' is not fused, fused-bf16 or reference");
+}
+
+kernels::ActivationType execution_activations(ExecutionMode mode) {
+  return mode == ExecutionMode::kFusedBf16 ? kernels::ActivationType::kBF16 : kernels::ActivationType::kF32;
 }
 
 Result<std::unique_ptr<model::LinearOp>> make_ternary_dict_linear(ternary::PackedTernaryMatrix m,
                                                                   std::shared_ptr<const TernaryCodebook> codebook,
-                                                                  const kernels::TernaryGemvKernels& kernels) {
+                                                                  const kernels::TernaryGemvKernels& kernels,
+                                                                  kernels::ActivationType activations) {
   if (!codebook) return invalid_argument("ternary_dict op: no codebook");
   if (m.dict() != codebook->entries())
     return invalid_argument("ternary_dict op: the matrix was not built on the codebook's dictionary");
   if (m.rows() == 0 || m.cols() == 0) return invalid_argument("ternary_dict op: empty matrix");
-  return std::unique_ptr<model::LinearOp>(new TernaryDictLinearOp(std::move(m), std::move(codebook), kernels));
+  return std::unique_ptr<model::LinearOp>(
+      new TernaryDictLinearOp(std::move(m), std::move(codebook), kernels, activations));
 }
 
 Result<std::unique_ptr<model::LinearOp>> make_int_linear(intn::PackedIntMatrix m,
-                                                         const kernels::IntGemvKernels& kernels) {
+                                                         const kernels::IntGemvKernels& kernels,
+                                                         kernels::ActivationType activations) {
   if (m.rows() == 0 || m.cols() == 0) return invalid_argument("int op: empty matrix");
-  return std::unique_ptr<model::LinearOp>(new IntLinearOp(std::move(m), kernels));
+  return std::unique_ptr<model::LinearOp>(new IntLinearOp(std::move(m), kernels, activations));
 }
 
 Result<std::unique_ptr<model::LinearOp>> make_reference_decoded_linear(std::vector<float> weights, size_t rows,

@@ -72,7 +72,7 @@ TEST_P(ArtifactExperts, FromBytesOfTheByteRangeEqualsResident) {
       }
       expected_next = range->offset + range->length;
       const std::vector<std::byte> bytes = read_range(*range);
-      for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kReferenceDecode}) {
+      for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kFusedBf16, ExecutionMode::kReferenceDecode}) {
         auto fetched = a.expert_from_bytes(l, e, bytes, mode);
         ASSERT_TRUE(fetched.is_ok()) << fetched.status().to_string();
         auto resident = a.expert_resident(l, e, mode);
@@ -126,6 +126,9 @@ TEST(ArtifactExpertsApi, AccessorsAndOutOfRangeExperts) {
 TEST(ArtifactExpertsApi, ExecutionModeNames) {
   EXPECT_EQ(*parse_execution_mode("fused"), ExecutionMode::kFused);
   EXPECT_EQ(*parse_execution_mode("reference"), ExecutionMode::kReferenceDecode);
+  EXPECT_EQ(*parse_execution_mode("fused-bf16"), ExecutionMode::kFusedBf16);
+  EXPECT_STREQ(execution_mode_name(ExecutionMode::kFusedBf16), "fused-bf16");
+  EXPECT_STREQ(execution_mode_name(ExecutionMode::kFused), "fused");
   EXPECT_STREQ(execution_mode_name(ExecutionMode::kReferenceDecode), "reference");
   EXPECT_FALSE(parse_execution_mode("Fused").is_ok());
 }

@@ -46,11 +46,17 @@ intn::PackedIntMatrix int_matrix(uint32_t rows, uint32_t cols, uint32_t bits, ui
   return std::move(intn::pack_int_codes(codes, rows, cols, bits, gs, scales, zeros)).value();
 }
 
-void check_op(const model::LinearOp& op, const std::vector<float>& dense, size_t n, ThreadPool* pool, uint32_t seed) {
+// bf16_inputs: the op rounds its inputs to bf16 (ExecutionMode::kFusedBf16), so
+// the float64 reference takes the rounded inputs.
+void check_op(const model::LinearOp& op, const std::vector<float>& dense, size_t n, ThreadPool* pool, uint32_t seed,
+              bool bf16_inputs = false) {
   const size_t rows = op.out_features(), cols = op.in_features();
-  const std::vector<float> x = random_weights(n * cols, seed);
+  std::vector<float> x = random_weights(n * cols, seed);
   std::vector<float> y(n * rows, NAN);
   op.forward(x.data(), n, y.data(), pool);
+  if (bf16_inputs) {
+    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
+  }
   for (size_t t = 0; t < n; ++t)
     for (size_t r = 0; r < rows; ++r) {
       double want = 0, mag = 0;
@@ -101,6 +107,53 @@ TEST(CompressedLinear, TernaryOpEveryIsaTokenCountAndPool) {
   ASSERT_TRUE(other.is_ok());
   EXPECT_FALSE(make_ternary_dict_linear(std::move(other).value(), *cb).is_ok());
   EXPECT_FALSE(make_ternary_dict_linear(ternary::PackedTernaryMatrix(), nullptr).is_ok());
+}
+
+TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
+  // ExecutionMode::kFusedBf16's ops: the product of the decoded weights with the
+  // inputs rounded to bf16 (and measurably not with the f32 inputs), every ISA,
+  // token counts across the chunking, with and without a pool.
+  EXPECT_EQ(execution_activations(ExecutionMode::kFusedBf16), kernels::ActivationType::kBF16);
+  EXPECT_EQ(execution_activations(ExecutionMode::kFused), kernels::ActivationType::kF32);
+  ThreadPool pool(2);
+  auto dict = ternary::build_dictionary(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0);
+  ASSERT_TRUE(dict.is_ok());
+  auto cb = TernaryCodebook::create(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0, dict->entry_span());
+  ASSERT_TRUE(cb.is_ok());
+  const uint32_t rows = 150, cols = 610;
+  auto grid = ternary::round_to_ternary_grid(random_weights(size_t{rows} * cols, 11), rows, cols);
+  ASSERT_TRUE(grid.is_ok());
+  const intn::PackedIntMatrix im = int_matrix(rows, cols, 4, 128, 12);
+  for (Isa isa : isas()) {
+    auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
+    ASSERT_TRUE(packed.is_ok());
+    const std::vector<float> tdense = *ternary::decode_to_float(packed->view());
+    auto top = make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::ternary_gemv_kernels(isa),
+                                        kernels::ActivationType::kBF16);
+    ASSERT_TRUE(top.is_ok());
+    EXPECT_NE((*top)->describe().find("bf16 activations"), std::string::npos) << (*top)->describe();
+    auto iop = make_int_linear(std::move(intn::PackedIntMatrix::from_parts(rows, cols, 4, 128, im.qweight(), im.scales(), im.zeros())).value(),
+                               kernels::int_gemv_kernels(isa), kernels::ActivationType::kBF16);
+    ASSERT_TRUE(iop.is_ok());
+    const std::vector<float> idense = *intn::decode_int_to_float(im.view());
+    for (size_t n : {1, 2, 64, 70})
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 100), true);
+        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 200), true);
+      }
+    // The rounding is real: against the unrounded inputs the batch-1 output is
+    // off by far more than the summation bound.
+    const std::vector<float> x = random_weights(cols, 5);
+    std::vector<float> y(rows);
+    (*top)->forward(x.data(), 1, y.data(), nullptr);
+    double worst = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      double want = 0;
+      for (size_t c = 0; c < cols; ++c) want += double(tdense[r * cols + c]) * x[c];
+      worst = std::max(worst, std::fabs(y[r] - want));
+    }
+    EXPECT_GT(worst, 1e-4) << isa_name(isa);
+  }
 }
 
 TEST(CompressedLinear, ConcurrentForwardsOnOneOpAgreeBitForBit) {

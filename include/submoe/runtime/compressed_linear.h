@@ -25,21 +25,33 @@
 
 namespace submoe::runtime {
 
-enum class ExecutionMode { kFused, kReferenceDecode };
-// "fused" / "reference"
+// kFused: the fused kernels on the packed codes, f32 activations.
+// kFusedBf16: the same with each compressed op's input rounded to bf16 (round to
+//   nearest even) first, as a bf16 checkpoint's expert MLP sees it in
+//   transformers; the batch-1 ternary kernel then reads 2-byte activations
+//   (docs/perf-notes.md: ~0.8x the f32 kernel's time).
+// kReferenceDecode: every expert decoded to dense f32 by the reference decoder.
+enum class ExecutionMode { kFused, kFusedBf16, kReferenceDecode };
+// "fused" / "fused-bf16" / "reference"
 const char* execution_mode_name(ExecutionMode mode);
 // Inverse of execution_mode_name; kInvalidArgument naming the choices otherwise.
 Result<ExecutionMode> parse_execution_mode(std::string_view name);
 
 // Fused ternary op. m must point at codebook->entries() (checked). Batches of
 // more than kMaxKernelBatch tokens run in chunks.
+// activations kBF16: inputs are rounded to bf16 before the product.
 Result<std::unique_ptr<model::LinearOp>> make_ternary_dict_linear(
     ternary::PackedTernaryMatrix m, std::shared_ptr<const TernaryCodebook> codebook,
-    const kernels::TernaryGemvKernels& kernels = kernels::best_ternary_gemv_kernels());
+    const kernels::TernaryGemvKernels& kernels = kernels::best_ternary_gemv_kernels(),
+    kernels::ActivationType activations = kernels::ActivationType::kF32);
 
 // Fused int op (m was validated by pack_int_codes / from_parts; empty is an error).
 Result<std::unique_ptr<model::LinearOp>> make_int_linear(
-    intn::PackedIntMatrix m, const kernels::IntGemvKernels& kernels = kernels::best_int_gemv_kernels());
+    intn::PackedIntMatrix m, const kernels::IntGemvKernels& kernels = kernels::best_int_gemv_kernels(),
+    kernels::ActivationType activations = kernels::ActivationType::kF32);
+
+// The activation type the fused ops of a mode take (kF32 for kReferenceDecode).
+kernels::ActivationType execution_activations(ExecutionMode mode);
 
 // Dense f32 op owning `weights` (rows x cols, row-major) as decoded by a
 // reference decoder; `what` names the source in describe(), e.g. "ternary_dict".
