@@ -10,12 +10,15 @@
 #include "kernels/int_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
 #include "row_dispatch.h"
+#include "workspace_layout.h"
 
 namespace submoe::kernels {
 
 namespace {
 
-constexpr size_t kAlignFloats = 16;  // 64 bytes
+using detail::activation;
+using detail::align_up;
+using detail::kAlignFloats;
 
 const IntGemvKernels kScalarKernels = {
     Isa::kScalar,
@@ -37,18 +40,6 @@ const IntGemvKernels kAvx512Kernels = {
     "gemm_f32_int_packed_small_avx512", detail::gemm_f32_int_packed_small_avx512, detail::kIntSmallBatchAvx512,
     "gemm_f32_int_packed_wide_avx512", detail::gemm_f32_int_packed_wide_avx512,
 };
-
-float* align_up(float* p) {
-  const auto v = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t a = (v + kAlignFloats * sizeof(float) - 1) & ~(kAlignFloats * sizeof(float) - 1);
-  return reinterpret_cast<float*>(a);
-}
-
-float activation(const ActivationsView& x, uint32_t t, uint32_t c) {
-  const size_t i = static_cast<size_t>(t) * x.stride + c;
-  return x.type == ActivationType::kF32 ? static_cast<const float*>(x.data)[i]
-                                        : bf16_to_float(static_cast<const bf16_t*>(x.data)[i]);
-}
 
 void prepare_rows(const ActivationsView& x, uint32_t cols, size_t stride, float* xs) {
   for (uint32_t t = 0; t < x.batch; ++t) {

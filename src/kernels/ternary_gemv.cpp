@@ -10,6 +10,7 @@
 #include "kernels/ternary_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
 #include "row_dispatch.h"
+#include "workspace_layout.h"
 
 namespace submoe::kernels {
 
@@ -17,7 +18,9 @@ using ternary::PackedTernaryView;
 
 namespace {
 
-constexpr size_t kAlignFloats = 16;  // 64 bytes
+using detail::activation;
+using detail::align_up;
+using detail::kAlignFloats;
 
 const TernaryGemvKernels kScalarKernels = {
     Isa::kScalar,
@@ -68,18 +71,6 @@ const TernaryGemvKernels kAvx512VbmiKernels = [] {
   k.gemv_bf16 = detail::gemv_bf16_ternary_dict_perm_avx512;
   return k;
 }();
-
-float* align_up(float* p) {
-  const auto v = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t a = (v + kAlignFloats * sizeof(float) - 1) & ~(kAlignFloats * sizeof(float) - 1);
-  return reinterpret_cast<float*>(a);
-}
-
-float activation(const ActivationsView& x, uint32_t t, uint32_t c) {
-  const size_t i = static_cast<size_t>(t) * x.stride + c;
-  return x.type == ActivationType::kF32 ? static_cast<const float*>(x.data)[i]
-                                        : bf16_to_float(static_cast<const bf16_t*>(x.data)[i]);
-}
 
 // Token 0 as f32 followed by kTailPadCols zeros.
 void prepare_padded(const ActivationsView& x, uint32_t cols, float* xs) {
