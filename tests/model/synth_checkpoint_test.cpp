@@ -21,31 +21,17 @@
 #include "submoe/io/param_stats.h"
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/moe_model.h"
+#include "temp_dir.h"
 
 namespace submoe::model {
 namespace {
 
 namespace fs = std::filesystem;
+using submoe::testing::TempDir;
 const std::string kFixtures = std::string(SUBMOE_SOURCE_DIR) + "/tests/fixtures/";
 const io::Architecture kArchs[] = {io::Architecture::kMixtral, io::Architecture::kQwen2Moe, io::Architecture::kQwen3Moe,
                                    io::Architecture::kOlmoe};
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "submoe-synth-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string sub(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
 
 SynthSpec tiny_spec(io::Architecture arch) {
   SynthSpec s;
@@ -305,22 +291,22 @@ TEST(SynthCheckpoint, EveryArchitectureLoadsRunsAndRoutesSpread) {
       SynthSpec spec = tiny_spec(arch);
       spec.dtype = dtype;
       if (arch == io::Architecture::kQwen2Moe) spec.mlp_only_layers = {0};
-      auto r = write_synth_checkpoint(spec, tmp.sub(name), quick_options());
+      auto r = write_synth_checkpoint(spec, tmp.file(name), quick_options());
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       EXPECT_EQ(r->parameters, formula_parameters(r->config));
       EXPECT_EQ(r->tensor_bytes, uint64_t(r->parameters) * io::dtype_size(dtype));
       EXPECT_EQ(r->files, (std::vector<std::string>{"model.safetensors", "config.json"}));
       EXPECT_EQ(r->bytes_written,
-                fs::file_size(tmp.sub(name) + "/model.safetensors") + fs::file_size(tmp.sub(name) + "/config.json"));
+                fs::file_size(tmp.file(name) + "/model.safetensors") + fs::file_size(tmp.file(name) + "/config.json"));
 
-      auto st = io::SafetensorsModel::open(tmp.sub(name));
+      auto st = io::SafetensorsModel::open(tmp.file(name));
       ASSERT_TRUE(st.is_ok()) << st.status().to_string();
       const auto counts = io::count_parameters((*st)->tensors(), arch, r->config.num_experts_per_tok);
       EXPECT_EQ(counts.total, r->parameters);
       for (const io::TensorView* t : (*st)->tensors()) ASSERT_EQ(t->dtype, dtype) << t->name;
       EXPECT_EQ((*st)->files()[0]->metadata().at("format"), "pt");
 
-      auto m = MoeModel::load(tmp.sub(name));
+      auto m = MoeModel::load(tmp.file(name));
       ASSERT_TRUE(m.is_ok()) << m.status().to_string();
       Session session(**m, &pool);
       std::map<int, std::vector<int>> chosen;  // layer -> how often each expert was picked
@@ -369,16 +355,16 @@ TEST(SynthCheckpoint, SameSeedSameBytesWhateverTheThreads) {
     last_done = done;
     ++calls;
   };
-  auto a = write_synth_checkpoint(spec, tmp.sub("a"), one);
-  auto b = write_synth_checkpoint(spec, tmp.sub("b"), many);
+  auto a = write_synth_checkpoint(spec, tmp.file("a"), one);
+  auto b = write_synth_checkpoint(spec, tmp.file("b"), many);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
   EXPECT_EQ(last_done, b->tensor_bytes);
   EXPECT_GT(calls, 10u);
-  const std::string bytes_a = slurp(tmp.sub("a") + "/model.safetensors");
-  EXPECT_EQ(bytes_a, slurp(tmp.sub("b") + "/model.safetensors"));
-  EXPECT_EQ(slurp(tmp.sub("a") + "/config.json"), slurp(tmp.sub("b") + "/config.json"));
+  const std::string bytes_a = slurp(tmp.file("a") + "/model.safetensors");
+  EXPECT_EQ(bytes_a, slurp(tmp.file("b") + "/model.safetensors"));
+  EXPECT_EQ(slurp(tmp.file("a") + "/config.json"), slurp(tmp.file("b") + "/config.json"));
   // The chunked embedding equals one whole-tensor fill.
-  auto st = io::SafetensorsModel::open(tmp.sub("a"));
+  auto st = io::SafetensorsModel::open(tmp.file("a"));
   ASSERT_TRUE(st.is_ok());
   const io::TensorView* embed = (*st)->find("model.embed_tokens.weight");
   ASSERT_NE(embed, nullptr);
@@ -387,9 +373,9 @@ TEST(SynthCheckpoint, SameSeedSameBytesWhateverTheThreads) {
   EXPECT_TRUE(std::equal(expect.begin(), expect.end(), embed->data));
 
   spec.seed += 1;
-  auto c = write_synth_checkpoint(spec, tmp.sub("c"), one);
+  auto c = write_synth_checkpoint(spec, tmp.file("c"), one);
   ASSERT_TRUE(c.is_ok());
-  const std::string bytes_c = slurp(tmp.sub("c") + "/model.safetensors");
+  const std::string bytes_c = slurp(tmp.file("c") + "/model.safetensors");
   ASSERT_EQ(bytes_c.size(), bytes_a.size());
   EXPECT_NE(bytes_c, bytes_a);
 }
@@ -397,15 +383,15 @@ TEST(SynthCheckpoint, SameSeedSameBytesWhateverTheThreads) {
 TEST(SynthCheckpoint, ShardsHaveAValidIndexAndTheSameWeights) {
   TempDir tmp;
   const SynthSpec spec = tiny_spec(io::Architecture::kMixtral);
-  auto whole = write_synth_checkpoint(spec, tmp.sub("whole"), quick_options());
+  auto whole = write_synth_checkpoint(spec, tmp.file("whole"), quick_options());
   ASSERT_TRUE(whole.is_ok());
   SynthWriteOptions o = quick_options();
   o.shard_bytes = 40000;  // experts are 3 KB each; the embedding (12 KB) and lm_head fit too
-  auto sharded = write_synth_checkpoint(spec, tmp.sub("sharded"), o);
+  auto sharded = write_synth_checkpoint(spec, tmp.file("sharded"), o);
   ASSERT_TRUE(sharded.is_ok()) << sharded.status().to_string();
   const auto& files = sharded->files;
   ASSERT_GT(files.size(), 4u);
-  const auto index = nlohmann::json::parse(slurp(tmp.sub("sharded") + "/model.safetensors.index.json"));
+  const auto index = nlohmann::json::parse(slurp(tmp.file("sharded") + "/model.safetensors.index.json"));
   EXPECT_EQ(index["metadata"]["total_size"].get<uint64_t>(), sharded->tensor_bytes);
   const auto layout = checkpoint_layout(sharded->config);
   ASSERT_EQ(index["weight_map"].size(), layout.size());
@@ -417,15 +403,15 @@ TEST(SynthCheckpoint, ShardsHaveAValidIndexAndTheSameWeights) {
     char expect[64];
     std::snprintf(expect, sizeof expect, "model-%05zu-of-%05zu.safetensors", i + 1, n);
     ASSERT_TRUE(shard_files.count(expect)) << expect;
-    auto f = io::SafetensorsFile::open(tmp.sub("sharded") + "/" + expect);
+    auto f = io::SafetensorsFile::open(tmp.file("sharded") + "/" + expect);
     ASSERT_TRUE(f.is_ok());
     uint64_t data = 0;
     for (const auto& t : (*f)->tensors()) data += t.nbytes;
     EXPECT_TRUE(data <= o.shard_bytes || (*f)->tensors().size() == 1) << expect;
   }
   // Same tensors, same bytes, whatever the sharding.
-  auto a = io::SafetensorsModel::open(tmp.sub("whole"));
-  auto b = io::SafetensorsModel::open(tmp.sub("sharded"));
+  auto a = io::SafetensorsModel::open(tmp.file("whole"));
+  auto b = io::SafetensorsModel::open(tmp.file("sharded"));
   ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
   ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
   for (const io::TensorView* t : (*a)->tensors()) {
@@ -434,7 +420,7 @@ TEST(SynthCheckpoint, ShardsHaveAValidIndexAndTheSameWeights) {
     ASSERT_EQ(t->shape, u->shape);
     ASSERT_TRUE(std::equal(t->data, t->data + t->nbytes, u->data)) << t->name;
   }
-  auto m = MoeModel::load(tmp.sub("sharded"));
+  auto m = MoeModel::load(tmp.file("sharded"));
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
 }
 
@@ -447,19 +433,19 @@ TEST(SynthCheckpoint, TokenizerFilesAreCopiedAndSetVocabAndSpecialIds) {
   spec.vocab = 0;  // = the tokenizer's
   SynthWriteOptions o = quick_options();
   o.tokenizer_from = from;
-  auto r = write_synth_checkpoint(spec, tmp.sub("m"), o);
+  auto r = write_synth_checkpoint(spec, tmp.file("m"), o);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r->config.vocab_size, tok->vocab_size());
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
-    EXPECT_EQ(slurp(tmp.sub("m") + "/" + f), slurp(from + "/" + f)) << f;
-  auto cfg = io::load_hf_config(tmp.sub("m"));
+    EXPECT_EQ(slurp(tmp.file("m") + "/" + f), slurp(from + "/" + f)) << f;
+  auto cfg = io::load_hf_config(tmp.file("m"));
   ASSERT_TRUE(cfg.is_ok());
   EXPECT_EQ(cfg->bos_token_id, std::optional<int64_t>(1));
   EXPECT_EQ(cfg->eos_token_ids, std::vector<int64_t>{2});
-  const auto gen = nlohmann::json::parse(slurp(tmp.sub("m") + "/generation_config.json"));
+  const auto gen = nlohmann::json::parse(slurp(tmp.file("m") + "/generation_config.json"));
   EXPECT_EQ(gen["bos_token_id"], 1);
   EXPECT_EQ(gen["eos_token_id"], 2);
-  auto m = MoeModel::load(tmp.sub("m"));
+  auto m = MoeModel::load(tmp.file("m"));
   ASSERT_TRUE(m.is_ok());
   Session session(**m, nullptr);
   const std::vector<int32_t> ids = tok->encode("The quick brown fox jumps.");
@@ -534,16 +520,16 @@ TEST(SynthCheckpoint, BadArgumentsAreClearErrors) {
   o.tokenizer_from = kFixtures + "qwen3_moe";
   SynthSpec s = tiny_spec(io::Architecture::kQwen3Moe);
   s.vocab = 100;  // the tokenizer has 343 ids
-  auto r = write_synth_checkpoint(s, tmp.sub("v"), o);
+  auto r = write_synth_checkpoint(s, tmp.file("v"), o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(has(r.status().message(), "--vocab 100 is smaller than the tokenizer's 343 ids"));
-  EXPECT_FALSE(fs::exists(tmp.sub("v") + "/config.json"));
-  o.tokenizer_from = tmp.sub("nowhere");
-  EXPECT_TRUE(has(write_synth_checkpoint(s, tmp.sub("v"), o).status().message(), "--tokenizer-from"));
+  EXPECT_FALSE(fs::exists(tmp.file("v") + "/config.json"));
+  o.tokenizer_from = tmp.file("nowhere");
+  EXPECT_TRUE(has(write_synth_checkpoint(s, tmp.file("v"), o).status().message(), "--tokenizer-from"));
   o.tokenizer_from.clear();
   o.shard_bytes = 0;
-  EXPECT_EQ(write_synth_checkpoint(s, tmp.sub("v"), o).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(write_synth_checkpoint(s, tmp.file("v"), o).status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(SynthCheckpoint, ExistingCheckpointNeedsOverwriteWhichRemovesStaleFiles) {
@@ -553,24 +539,24 @@ TEST(SynthCheckpoint, ExistingCheckpointNeedsOverwriteWhichRemovesStaleFiles) {
   SynthWriteOptions sharded = quick_options();
   sharded.shard_bytes = 30000;
   sharded.tokenizer_from = kFixtures + "olmoe";
-  auto first = write_synth_checkpoint(spec, tmp.sub("d"), sharded);
+  auto first = write_synth_checkpoint(spec, tmp.file("d"), sharded);
   ASSERT_TRUE(first.is_ok()) << first.status().to_string();
-  ASSERT_TRUE(fs::exists(tmp.sub("d") + "/model.safetensors.index.json"));
-  std::ofstream(tmp.sub("d") + "/notes.txt") << "mine";
+  ASSERT_TRUE(fs::exists(tmp.file("d") + "/model.safetensors.index.json"));
+  std::ofstream(tmp.file("d") + "/notes.txt") << "mine";
 
-  auto again = write_synth_checkpoint(spec, tmp.sub("d"), quick_options());
+  auto again = write_synth_checkpoint(spec, tmp.file("d"), quick_options());
   ASSERT_FALSE(again.is_ok());
   EXPECT_NE(again.status().message().find("already holds a checkpoint"), std::string::npos);
 
   SynthWriteOptions over = quick_options();
   over.overwrite = true;
-  auto r = write_synth_checkpoint(spec, tmp.sub("d"), over);
+  auto r = write_synth_checkpoint(spec, tmp.file("d"), over);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   std::set<std::string> left;
-  for (const auto& e : fs::directory_iterator(tmp.sub("d"))) left.insert(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(tmp.file("d"))) left.insert(e.path().filename().string());
   // One shard now; old shards, index and tokenizer files are gone, foreign files stay.
   EXPECT_EQ(left, (std::set<std::string>{"config.json", "model.safetensors", "notes.txt"}));
-  EXPECT_TRUE(MoeModel::load(tmp.sub("d")).is_ok());
+  EXPECT_TRUE(MoeModel::load(tmp.file("d")).is_ok());
 }
 
 }  // namespace

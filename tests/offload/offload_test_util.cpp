@@ -8,26 +8,6 @@
 
 namespace submoe::offload::testing {
 
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  const auto base = std::filesystem::temp_directory_path();
-  for (;;) {
-    const std::string candidate =
-        (base / ("submoe_offload_" + std::to_string(::getpid()) + "_" + std::to_string(counter++))).string();
-    std::error_code ec;
-    if (std::filesystem::create_directory(candidate, ec)) {
-      path_ = candidate;
-      return;
-    }
-    if (ec) throw std::runtime_error("cannot create " + candidate + ": " + ec.message());
-  }
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<uint8_t> v(n);

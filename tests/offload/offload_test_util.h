@@ -14,22 +14,13 @@
 #include <vector>
 
 #include "submoe/offload/expert_loader.h"
+#include "temp_dir.h"
 
 namespace submoe::offload::testing {
 
-// A fresh directory under the system temp dir, removed with its contents.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
+using submoe::testing::TempDir;
 
- private:
-  std::string path_;
-};
+// A fresh directory under the system temp dir, removed with its contents.
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed);
 // Writes bytes to `path` (plain, non-atomic: a test fixture).

@@ -17,34 +17,16 @@
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/synth_checkpoint.h"
 #include "submoe/runtime/artifact_model.h"
+#include "temp_dir.h"
 
 namespace submoe::offload {
 namespace {
 
 namespace fs = std::filesystem;
+using submoe::testing::TempDir;
 const std::string kFixtures = std::string(SUBMOE_SOURCE_DIR) + "/tests/fixtures/";
 const char* const kFixtureNames[] = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"};
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "submoe-trace-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string sub(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(sub(name), std::ios::binary) << text;
-    return sub(name);
-  }
-
- private:
-  std::string path_;
-};
 
 nlohmann::json golden(const std::string& fixture) {
   auto text = io::read_file_to_string(kFixtures + fixture + "/golden.json");
@@ -111,7 +93,7 @@ TEST(TraceRecord, MatchesTransformersRoutingOnTheFixtures) {
       const std::string text = tmp.write("prompt.txt", prompt["text"].get<std::string>());
       TraceRecordOptions opt;
       opt.prefill_chunk = 5;  // several forward calls per window
-      auto s = record_trace_file(kFixtures + fixture, text, tmp.sub("t.trace"), opt, &pool);
+      auto s = record_trace_file(kFixtures + fixture, text, tmp.file("t.trace"), opt, &pool);
       ASSERT_TRUE(s.is_ok()) << s.status().to_string();
       const size_t T = prompt["input_ids"].size();
       EXPECT_EQ(s->text_tokens, T);
@@ -119,14 +101,14 @@ TEST(TraceRecord, MatchesTransformersRoutingOnTheFixtures) {
       EXPECT_EQ(s->layers, moe_layers.size());
       EXPECT_EQ(s->windows, 1u);
       EXPECT_FALSE(s->artifact);
-      auto trace = RoutingTrace::load(tmp.sub("t.trace"));
+      auto trace = RoutingTrace::load(tmp.file("t.trace"));
       ASSERT_TRUE(trace.is_ok()) << trace.status().to_string();
       ASSERT_EQ(trace->num_tokens(), T);
       ASSERT_EQ(trace->num_layers(), moe_layers.size());
       EXPECT_EQ(trace->num_experts(), g["config_summary"]["num_experts"].get<uint32_t>());
       const uint32_t k = trace->top_k();
       ASSERT_EQ(k, g["config_summary"]["num_experts_per_tok"].get<uint32_t>());
-      EXPECT_EQ(fs::file_size(tmp.sub("t.trace")), 48 + T * moe_layers.size() * k * 4);
+      EXPECT_EQ(fs::file_size(tmp.file("t.trace")), 48 + T * moe_layers.size() * k * 4);
       for (size_t j = 0; j < moe_layers.size(); ++j) {
         const auto& r = prompt["routing"][j];
         ASSERT_EQ(r["layer"].get<int>(), moe_layers[j]);
@@ -197,19 +179,19 @@ TEST(TraceRecord, MaxTokensKeepsThePrefix) {
   ASSERT_GT(all, 40u);
   TraceRecordOptions opt;
   opt.context = 16;
-  auto full = record_trace_file(kFixtures + "mixtral", path, tmp.sub("full.trace"), opt, nullptr);
+  auto full = record_trace_file(kFixtures + "mixtral", path, tmp.file("full.trace"), opt, nullptr);
   ASSERT_TRUE(full.is_ok()) << full.status().to_string();
   EXPECT_EQ(full->tokens, all);
   EXPECT_EQ(full->windows, (all + 15) / 16);
   for (uint64_t cap : {uint64_t{1}, uint64_t{17}, uint64_t{all}, uint64_t{all + 100}}) {
     SCOPED_TRACE(cap);
     opt.max_tokens = cap;
-    auto s = record_trace_file(kFixtures + "mixtral", path, tmp.sub("cap.trace"), opt, nullptr);
+    auto s = record_trace_file(kFixtures + "mixtral", path, tmp.file("cap.trace"), opt, nullptr);
     ASSERT_TRUE(s.is_ok());
     EXPECT_EQ(s->text_tokens, all);
     EXPECT_EQ(s->tokens, std::min<uint64_t>(cap, all));
-    auto a = RoutingTrace::load(tmp.sub("full.trace"));
-    auto b = RoutingTrace::load(tmp.sub("cap.trace"));
+    auto a = RoutingTrace::load(tmp.file("full.trace"));
+    auto b = RoutingTrace::load(tmp.file("cap.trace"));
     ASSERT_TRUE(a.is_ok() && b.is_ok());
     ASSERT_EQ(b->num_tokens(), s->tokens);
     const size_t per_token = size_t{a->num_layers()} * a->top_k();
@@ -237,16 +219,16 @@ TEST(TraceRecord, RecordsASyntheticCheckpoint) {
   model::SynthWriteOptions w;
   w.tokenizer_from = kFixtures + "qwen3_moe";
   w.fsync = false;
-  ASSERT_TRUE(model::write_synth_checkpoint(spec, tmp.sub("model"), w).is_ok());
+  ASSERT_TRUE(model::write_synth_checkpoint(spec, tmp.file("model"), w).is_ok());
   std::string text;
   const auto g = golden("qwen3_moe");
   for (const auto& p : g["prompts"]) text += p["text"].get<std::string>() + " ";
   const std::string path = tmp.write("text.txt", text + text);
   TraceRecordOptions opt;
   opt.context = 32;
-  auto s = record_trace_file(tmp.sub("model"), path, tmp.sub("s.trace"), opt, nullptr);
+  auto s = record_trace_file(tmp.file("model"), path, tmp.file("s.trace"), opt, nullptr);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  auto trace = RoutingTrace::load(tmp.sub("s.trace"));
+  auto trace = RoutingTrace::load(tmp.file("s.trace"));
   ASSERT_TRUE(trace.is_ok());
   EXPECT_EQ(trace->num_layers(), 3u);
   EXPECT_EQ(trace->num_experts(), 8u);
@@ -292,13 +274,13 @@ TEST(TraceRecord, RecordsCompressedArtifacts) {
       SCOPED_TRACE(runtime::execution_mode_name(mode));
       runtime::ArtifactModelOptions load;
       load.execution = mode;
-      auto s = record_trace_file(built.dir, path, tmp.sub("a.trace"), opt, &pool, load);
+      auto s = record_trace_file(built.dir, path, tmp.file("a.trace"), opt, &pool, load);
       ASSERT_TRUE(s.is_ok()) << s.status().to_string();
       EXPECT_TRUE(s->artifact);
       EXPECT_EQ(s->tokens, ids.size());
       auto m = runtime::load_artifact_model(built.dir, load);
       ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-      auto trace = RoutingTrace::load(tmp.sub("a.trace"));
+      auto trace = RoutingTrace::load(tmp.file("a.trace"));
       ASSERT_TRUE(trace.is_ok());
       expect_same_routing(*trace, expected_trace(**m, ids, opt.context));
     }
@@ -325,13 +307,13 @@ TEST(TraceRecord, ErrorsAreReported) {
   EXPECT_EQ(empty->num_tokens(), 0u);
 
   const std::string text = tmp.write("t.txt", "hello");
-  EXPECT_EQ(record_trace_file(kFixtures + "olmoe", tmp.sub("missing.txt"), tmp.sub("o.trace"), {}, nullptr)
+  EXPECT_EQ(record_trace_file(kFixtures + "olmoe", tmp.file("missing.txt"), tmp.file("o.trace"), {}, nullptr)
                 .status()
                 .code(),
             ErrorCode::kNotFound);
-  EXPECT_FALSE(record_trace_file(tmp.sub("no-model"), text, tmp.sub("o.trace"), {}, nullptr).is_ok());
+  EXPECT_FALSE(record_trace_file(tmp.file("no-model"), text, tmp.file("o.trace"), {}, nullptr).is_ok());
   // The olmoe fixture's byte-level tokenizer adds nothing to an empty text.
-  EXPECT_EQ(record_trace_file(kFixtures + "olmoe", tmp.write("e.txt", ""), tmp.sub("o.trace"), {}, nullptr)
+  EXPECT_EQ(record_trace_file(kFixtures + "olmoe", tmp.write("e.txt", ""), tmp.file("o.trace"), {}, nullptr)
                 .status()
                 .code(),
             ErrorCode::kInvalidArgument);
@@ -345,11 +327,11 @@ TEST(TraceRecord, ErrorsAreReported) {
   spec.vocab = 300;
   model::SynthWriteOptions w;
   w.fsync = false;
-  ASSERT_TRUE(model::write_synth_checkpoint(spec, tmp.sub("bare"), w).is_ok());
-  auto no_tok = record_trace_file(tmp.sub("bare"), text, tmp.sub("o.trace"), {}, nullptr);
+  ASSERT_TRUE(model::write_synth_checkpoint(spec, tmp.file("bare"), w).is_ok());
+  auto no_tok = record_trace_file(tmp.file("bare"), text, tmp.file("o.trace"), {}, nullptr);
   ASSERT_FALSE(no_tok.is_ok());
   EXPECT_NE(no_tok.status().message().find("tokenizer"), std::string::npos);
-  EXPECT_FALSE(fs::exists(tmp.sub("o.trace")));
+  EXPECT_FALSE(fs::exists(tmp.file("o.trace")));
 }
 
 }  // namespace
