@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "offload_test_util.h"
 #include "submoe/offload/trace_stats.h"
 
 namespace submoe::offload {
@@ -23,27 +24,6 @@ RoutingTrace cyclic_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_
   return t;
 }
 
-RoutingTrace zipf_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens, double s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<double> w(experts);
-  for (uint32_t e = 0; e < experts; ++e) w[e] = 1.0 / std::pow(e + 1.0, s);
-  RoutingTrace t(layers, experts, k);
-  std::vector<ExpertChoice> choices;
-  for (uint64_t tok = 0; tok < tokens; ++tok) {
-    choices.clear();
-    for (uint32_t l = 0; l < layers; ++l) {
-      std::vector<double> wl = w;
-      for (uint32_t j = 0; j < k; ++j) {  // k distinct experts, without replacement
-        std::discrete_distribution<uint32_t> pick(wl.begin(), wl.end());
-        const uint32_t e = pick(rng);
-        wl[e] = 0.0;
-        choices.push_back({static_cast<uint16_t>((e * 7 + l) % experts), float_to_bf16(0.5f)});
-      }
-    }
-    EXPECT_TRUE(t.append_token(choices).is_ok());
-  }
-  return t;
-}
 
 TEST(CacheSimulator, LruCliffBelowKTimesLSlots) {
   const uint32_t L = 6, E = 16, K = 2;
@@ -62,7 +42,7 @@ TEST(CacheSimulator, LruCliffBelowKTimesLSlots) {
 }
 
 TEST(CacheSimulator, BeladyBoundsEveryPolicy) {
-  RoutingTrace t = zipf_trace(4, 32, 2, 400, 0.9, 7);
+  RoutingTrace t = testing::zipf_trace(4, 32, 2, 400, 0.9, 7, 7, 1);
   for (uint64_t cap : {4u, 16u, 40u, 100u}) {
     auto best = simulate_cache(t, {CachePolicy::kBelady, cap});
     ASSERT_TRUE(best.is_ok());
@@ -79,7 +59,7 @@ TEST(CacheSimulator, BeladyBoundsEveryPolicy) {
 }
 
 TEST(CacheSimulator, PinnedHitRateIsThePinnedPopularityMass) {
-  RoutingTrace t = zipf_trace(3, 16, 2, 300, 1.2, 3);
+  RoutingTrace t = testing::zipf_trace(3, 16, 2, 300, 1.2, 3, 7, 1);
   auto pop = expert_popularity(t);
   std::vector<uint64_t> sorted = pop;
   std::sort(sorted.rbegin(), sorted.rend());
@@ -90,7 +70,7 @@ TEST(CacheSimulator, PinnedHitRateIsThePinnedPopularityMass) {
 }
 
 TEST(CacheSimulator, CapacityCoveringEverySlotOnlyMissesCompulsorily) {
-  RoutingTrace t = zipf_trace(2, 8, 2, 200, 0.5, 1);
+  RoutingTrace t = testing::zipf_trace(2, 8, 2, 200, 0.5, 1, 7, 1);
   for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kHybrid, CachePolicy::kBelady}) {
     auto r = simulate_cache(t, {p, 16});
     uint64_t used = 0;
@@ -116,7 +96,7 @@ TEST(TraceStats, CyclicTraceHasFullReuseAndKDistinctExperts) {
 }
 
 TEST(RoutingTrace, SaveLoadRoundTripAndCorruptionIsRejected) {
-  RoutingTrace t = zipf_trace(3, 10, 2, 20, 1.0, 2);
+  RoutingTrace t = testing::zipf_trace(3, 10, 2, 20, 1.0, 2, 7, 1);
   const std::string path = ::testing::TempDir() + "/trace_roundtrip.bin";
   ASSERT_TRUE(t.save(path).is_ok());
   auto back = RoutingTrace::load(path);

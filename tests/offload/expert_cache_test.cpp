@@ -18,27 +18,6 @@ namespace {
 using testing::CanaryObject;
 using testing::FakeLoader;
 
-RoutingTrace zipf_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens, double s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<double> w(experts);
-  for (uint32_t e = 0; e < experts; ++e) w[e] = 1.0 / std::pow(e + 1.0, s);
-  RoutingTrace t(layers, experts, k);
-  std::vector<ExpertChoice> choices;
-  for (uint64_t tok = 0; tok < tokens; ++tok) {
-    choices.clear();
-    for (uint32_t l = 0; l < layers; ++l) {
-      std::vector<double> wl = w;
-      for (uint32_t j = 0; j < k; ++j) {
-        std::discrete_distribution<uint32_t> pick(wl.begin(), wl.end());
-        const uint32_t e = pick(rng);
-        wl[e] = 0.0;
-        choices.push_back({static_cast<uint16_t>((e * 5 + 3 * l) % experts), float_to_bf16(0.5f)});
-      }
-    }
-    EXPECT_TRUE(t.append_token(choices).is_ok());
-  }
-  return t;
-}
 
 std::unique_ptr<ExpertCache> make_cache(ExpertCacheOptions o, std::shared_ptr<FakeLoader> loader) {
   auto c = ExpertCache::create(o, std::move(loader));
@@ -47,7 +26,7 @@ std::unique_ptr<ExpertCache> make_cache(ExpertCacheOptions o, std::shared_ptr<Fa
 }
 
 TEST(ExpertCache, SequentialReplayMatchesSimulatorForEveryPolicy) {
-  const RoutingTrace trace = zipf_trace(3, 12, 2, 300, 1.0, 4);
+  const RoutingTrace trace = testing::zipf_trace(3, 12, 2, 300, 1.0, 4, 5, 3);
   const uint64_t kCharge = 100;
   const std::vector<uint64_t> popularity = expert_popularity(trace);
   for (CachePolicy policy : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid}) {

@@ -1,12 +1,39 @@
 #include "offload_test_util.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <stdexcept>
 
+#include "submoe/core/bf16.h"
+
 namespace submoe::offload::testing {
+
+RoutingTrace zipf_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens, double s, uint32_t seed,
+                        uint32_t mul, uint32_t add) {
+  std::mt19937 rng(seed);
+  std::vector<double> w(experts);
+  for (uint32_t e = 0; e < experts; ++e) w[e] = 1.0 / std::pow(e + 1.0, s);
+  RoutingTrace t(layers, experts, k);
+  std::vector<ExpertChoice> choices;
+  for (uint64_t tok = 0; tok < tokens; ++tok) {
+    choices.clear();
+    for (uint32_t l = 0; l < layers; ++l) {
+      std::vector<double> wl = w;
+      for (uint32_t j = 0; j < k; ++j) {  // k distinct experts, without replacement
+        std::discrete_distribution<uint32_t> pick(wl.begin(), wl.end());
+        const uint32_t e = pick(rng);
+        wl[e] = 0.0;
+        choices.push_back({static_cast<uint16_t>((e * mul + add * l) % experts), float_to_bf16(0.5f)});
+      }
+    }
+    EXPECT_TRUE(t.append_token(choices).is_ok());
+  }
+  return t;
+}
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937_64 rng(seed);

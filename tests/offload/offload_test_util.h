@@ -14,11 +14,19 @@
 #include <vector>
 
 #include "submoe/offload/expert_loader.h"
+#include "submoe/offload/routing_trace.h"
 #include "temp_dir.h"
 
 namespace submoe::offload::testing {
 
 using submoe::testing::TempDir;
+
+// A routing trace of `tokens` tokens: in every layer k distinct experts drawn
+// without replacement from Zipf(s) popularity over expert ids, the popular ids
+// mapped to expert (id * mul + layer * add) % experts so each layer has its own
+// hot set; weights 0.5.
+RoutingTrace zipf_trace(uint32_t layers, uint32_t experts, uint32_t k, uint64_t tokens, double s, uint32_t seed,
+                        uint32_t mul, uint32_t add);
 
 // A fresh directory under the system temp dir, removed with its contents.
 
