@@ -45,9 +45,11 @@ shapes=(2080x6144 6144x2080)
 threads=(1 2)
 if [ $# -ge 1 ]; then shapes=("$1"); fi
 if [ $# -ge 2 ]; then threads=("$2"); fi
-: >"$peers/results.jsonl"
+# Results go to a temporary file, renamed when every run has finished.
+: >"$peers/results.jsonl.tmp"
 for s in "${shapes[@]}"; do
   for t in "${threads[@]}"; do
-    "$peers/llamacpp_gemv" "${s%x*}" "${s#*x}" "$t" 100 | tee -a "$peers/results.jsonl"
+    "$peers/llamacpp_gemv" "${s%x*}" "${s#*x}" "$t" 100 | tee -a "$peers/results.jsonl.tmp"
   done
 done
+mv "$peers/results.jsonl.tmp" "$peers/results.jsonl"
