@@ -4,7 +4,9 @@
 #include "submoe/kernels/ternary_gemv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "kernels/ternary_gemv_internal.h"
@@ -65,16 +67,68 @@ const TernaryGemvKernels kAvx512Kernels = {
     nullptr,
 };
 
-const TernaryGemvKernels kAvx512VbmiKernels = [] {
+// The AVX-512 table with what this CPU's VBMI and VNNI add.
+TernaryGemvKernels avx512_kernels_for_cpu() {
   TernaryGemvKernels k = kAvx512Kernels;
-  k.gemv_bf16_name = "gemv_bf16_ternary_dict_perm_avx512";
-  k.gemv_bf16 = detail::gemv_bf16_ternary_dict_perm_avx512;
+  if (cpu_features().avx512_vbmi) {
+    k.gemv_bf16_name = "gemv_bf16_ternary_dict_perm_avx512";
+    k.gemv_bf16 = detail::gemv_bf16_ternary_dict_perm_avx512;
+    if (cpu_features().avx512_vnni) {
+      k.gemv_i8_name = "gemv_i8_ternary_dict_perm_avx512";
+      k.gemv_i8 = detail::gemv_i8_ternary_dict_perm_avx512;
+    }
+  }
   return k;
-}();
+}
 
-// Token 0 as f32 followed by kTailPadCols zeros.
-void prepare_padded(const ActivationsView& x, uint32_t cols, float* xs) {
+// ActivationQuant::kInt8 for one token: q = round-to-nearest-even(x * inv)
+// clamped to +-127 (a NaN lands on -127: unspecified but defined), activation
+// s * q.
+struct Int8Quantizer {
+  float scale = 0.0f;
+  float inv = 0.0f;
+
+  int8_t quantize(float v) const {
+    constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest even
+    const float r = std::min(127.0f, std::max(-127.0f, (v * inv + kRound) - kRound));
+    return static_cast<int8_t>(static_cast<int32_t>(r));
+  }
+  float dequantize(float v) const { return scale * static_cast<float>(quantize(v)); }
+};
+
+template <typename Load>
+Int8Quantizer make_quantizer(Load load, uint32_t n) {
+  float m = 0.0f;
+  for (uint32_t c = 0; c < n; ++c) {
+    const float a = std::fabs(load(c));
+    m = a > m ? a : m;
+  }
+  Int8Quantizer qz;
+  if (m > 0.0f && m <= std::numeric_limits<float>::max()) {
+    qz.scale = m / 127.0f;
+    qz.inv = 127.0f / m;
+  } else if (m != 0.0f) {
+    qz.scale = std::numeric_limits<float>::quiet_NaN();  // an infinite activation: every output NaN
+  }
+  return qz;
+}
+
+Int8Quantizer token_quantizer(const ActivationsView& x, uint32_t t, uint32_t n) {
+  const size_t base = static_cast<size_t>(t) * x.stride;
   if (x.type == ActivationType::kF32) {
+    const float* p = static_cast<const float*>(x.data) + base;
+    return make_quantizer([p](uint32_t c) { return p[c]; }, n);
+  }
+  const bf16_t* p = static_cast<const bf16_t*>(x.data) + base;
+  return make_quantizer([p](uint32_t c) { return bf16_to_float(p[c]); }, n);
+}
+
+// Token 0 as f32 (or its kInt8 quantization s q when qz is set) followed by
+// kTailPadCols zeros.
+void prepare_padded(const ActivationsView& x, uint32_t cols, const Int8Quantizer* qz, float* xs) {
+  if (qz != nullptr) {
+    for (uint32_t c = 0; c < cols; ++c) xs[c] = qz->dequantize(activation(x, 0, c));
+  } else if (x.type == ActivationType::kF32) {
     std::memcpy(xs, x.data, sizeof(float) * cols);
   } else {
     const auto* src = static_cast<const bf16_t*>(x.data);
@@ -90,14 +144,25 @@ void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
   std::fill(dst + cols, dst + cols + detail::kTailPadCols, bf16_t{0});
 }
 
-// Column c: row 2c holds the B tokens' values (zero past B and past cols), row
-// 2c + 1 zeros.
-void prepare_doubled(const ActivationsView& x, uint32_t cols, uint32_t stride, float* xs) {
+// Token 0's int8 quantization followed by kTailPadCols zero bytes; returns s.
+float prepare_padded_i8(const ActivationsView& x, uint32_t cols, float* xs) {
+  auto* dst = reinterpret_cast<int8_t*>(xs);
+  const float s = quantize_activations_int8(x, 0, cols, dst);
+  std::fill(dst + cols, dst + cols + detail::kTailPadCols, int8_t{0});
+  return s;
+}
+
+// Column c: row 2c holds the B tokens' values (zero past B and past cols; the
+// kInt8 quantization s q when qz is set, one quantizer per token), row 2c + 1
+// zeros.
+void prepare_doubled(const ActivationsView& x, uint32_t cols, uint32_t stride, const Int8Quantizer* qz, float* xs) {
   const size_t total_rows = 2 * (static_cast<size_t>(cols) + detail::kPadCols);
   std::fill(xs, xs + total_rows * stride, 0.0f);
   for (uint32_t c = 0; c < cols; ++c) {
     float* row = xs + 2 * static_cast<size_t>(c) * stride;
-    for (uint32_t t = 0; t < x.batch; ++t) row[t] = activation(x, t, c);
+    for (uint32_t t = 0; t < x.batch; ++t) {
+      row[t] = qz != nullptr ? qz[t].dequantize(activation(x, t, c)) : activation(x, t, c);
+    }
   }
 }
 
@@ -153,9 +218,32 @@ const char* activation_type_name(ActivationType t) {
   return "?";
 }
 
+const char* activation_quant_name(ActivationQuant q) {
+  switch (q) {
+    case ActivationQuant::kExact:
+      return "exact";
+    case ActivationQuant::kInt8:
+      return "int8";
+  }
+  return "?";
+}
+
+float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q) {
+  const Int8Quantizer qz = token_quantizer(x, token, n);
+  const size_t base = static_cast<size_t>(token) * x.stride;
+  if (x.type == ActivationType::kF32) {
+    const float* p = static_cast<const float*>(x.data) + base;
+    for (uint32_t c = 0; c < n; ++c) q[c] = qz.quantize(p[c]);
+  } else {
+    const bf16_t* p = static_cast<const bf16_t*>(x.data) + base;
+    for (uint32_t c = 0; c < n; ++c) q[c] = qz.quantize(bf16_to_float(p[c]));
+  }
+  return qz.scale;
+}
+
 const TernaryGemvKernels& ternary_gemv_kernels(Isa isa) {
-  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels,
-                               cpu_features().avx512_vbmi ? kAvx512VbmiKernels : kAvx512Kernels);
+  static const TernaryGemvKernels avx512 = avx512_kernels_for_cpu();
+  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, avx512);
 }
 
 const TernaryGemvKernels& best_ternary_gemv_kernels() {
@@ -166,16 +254,23 @@ const TernaryGemvKernels& best_ternary_gemv_kernels() {
 namespace {
 
 bool use_bf16_gemv(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
-                   ActivationType type) {
-  return batch == 1 && type == ActivationType::kBF16 && k.gemv_bf16 != nullptr && table.has_perm;
+                   ActivationType type, ActivationQuant quant) {
+  return batch == 1 && type == ActivationType::kBF16 && quant == ActivationQuant::kExact && k.gemv_bf16 != nullptr &&
+         table.has_perm;
+}
+
+bool use_i8_gemv(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
+                 ActivationQuant quant) {
+  return batch == 1 && quant == ActivationQuant::kInt8 && k.gemv_i8 != nullptr && table.has_perm;
 }
 
 }  // namespace
 
 const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
-                                ActivationType type) {
+                                ActivationType type, ActivationQuant quant) {
   if (batch > 1) return k.gemm_name;
-  if (use_bf16_gemv(k, table, batch, type)) return k.gemv_bf16_name;
+  if (use_i8_gemv(k, table, batch, quant)) return k.gemv_i8_name;
+  if (use_bf16_gemv(k, table, batch, type, quant)) return k.gemv_bf16_name;
   return (k.gemv_perm != nullptr && table.has_perm) ? k.gemv_perm_name : k.gemv_any_name;
 }
 
@@ -195,8 +290,11 @@ size_t ternary_gemm_workspace_floats(uint32_t cols, uint32_t batch) {
 
 Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelTable& table,
                          const PackedTernaryView& w, const ActivationsView& x, const OutputView& y,
-                         std::span<float> workspace, ThreadPool* pool) {
+                         std::span<float> workspace, ThreadPool* pool, ActivationQuant quant) {
   SUBMOE_RETURN_IF_ERROR(check_args(kernels, table, w, x, y, workspace));
+  if (quant != ActivationQuant::kExact && quant != ActivationQuant::kInt8) {
+    return invalid_argument("gemm_ternary_dict: unknown activation quantization");
+  }
   if (w.rows == 0) return Status::ok();
   if (w.cols == 0) {
     for (uint32_t t = 0; t < x.batch; ++t) std::fill(y.data + t * y.stride, y.data + t * y.stride + w.rows, 0.0f);
@@ -208,7 +306,10 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   if (x.batch > 1) {
     fn = kernels.gemm;
     layout = XLayout::kDoubled;
-  } else if (use_bf16_gemv(kernels, table, x.batch, x.type)) {
+  } else if (use_i8_gemv(kernels, table, x.batch, quant)) {
+    fn = kernels.gemv_i8;
+    layout = XLayout::kPaddedI8;
+  } else if (use_bf16_gemv(kernels, table, x.batch, x.type, quant)) {
     fn = kernels.gemv_bf16;
     layout = XLayout::kPaddedBf16;
   } else if (kernels.gemv_perm != nullptr && table.has_perm) {
@@ -227,15 +328,24 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   args.y = y.data;
   args.y_stride = y.stride;
   float* xs = align_up(workspace.data());
+  Int8Quantizer quantizers[kMaxKernelBatch];
+  const Int8Quantizer* qz = nullptr;
+  if (quant == ActivationQuant::kInt8 && layout != XLayout::kPaddedI8) {
+    for (uint32_t t = 0; t < x.batch; ++t) quantizers[t] = token_quantizer(x, t, w.cols);
+    qz = quantizers;
+  }
   switch (layout) {
     case XLayout::kPadded:
-      prepare_padded(x, w.cols, xs);
+      prepare_padded(x, w.cols, qz, xs);
       break;
     case XLayout::kPaddedBf16:
       prepare_padded_bf16(x, w.cols, xs);
       break;
+    case XLayout::kPaddedI8:
+      args.x_scale = prepare_padded_i8(x, w.cols, xs);
+      break;
     case XLayout::kDoubled:
-      prepare_doubled(x, w.cols, args.batch_stride, xs);
+      prepare_doubled(x, w.cols, args.batch_stride, qz, xs);
       break;
   }
   args.xs = xs;

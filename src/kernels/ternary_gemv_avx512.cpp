@@ -173,6 +173,58 @@ struct PermBf16 {
   void finish(const Cursor& c, uint32_t r) const { finish_perm_row(c.acc, a, r); }
 };
 
+// ---- permute kernel, int8 activations ---------------------------------------
+
+// Activations quantized to int8 (ActivationQuant::kInt8): the 28-weight window is
+// 28 bytes, one zero-masked 32-byte load (bytes 28-31 are the zeros unused
+// slots, kPermPad = 28, select). A 256-bit vpermb reads index bits 0-4 only, so
+// the broadcast permute record is its index as stored (the length bits 5-7 of
+// bytes 0 and 1 are ignored): every output qword is the 8 selected values in
+// record byte order, w_max slots at bytes 0, 1, 4, 5 and w_min slots at 2, 3, 6,
+// 7 (perm_lane_byte). One vpdpbusd with constant 0/1 byte weights sums them
+// exactly into int32: dwords 0-1 take the w_max bytes of qword 0, dwords 2-3 the
+// w_min bytes of qword 1. 7 uops per codeword, one on the shuffle port (the
+// bf16 kernel: 9, three). R = 5 rows: at 6 GCC spills two code pointers.
+struct PermI8 {
+  struct Cursor {
+    __m256i acc;
+    const int8_t* xp;
+  };
+  const TernaryGemmArgs& a;
+  const uint64_t* perm;
+  const uint8_t* lengths;
+  __m256i sign_weights;
+  __mmask32 window;
+
+  static __m256i make_sign_weights() {
+    alignas(32) uint8_t wts[32] = {};
+    for (uint32_t m = 0; m < 8; ++m) {
+      const bool w_max = m < kPermSlotsPerSign;
+      wts[(w_max ? 0 : 8) + perm_lane_byte(m)] = 1;
+    }
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(wts));
+  }
+  explicit PermI8(const TernaryGemmArgs& args)
+      : a(args),
+        perm(args.table->perm.data()),
+        lengths(args.table->lengths.data()),
+        sign_weights(make_sign_weights()),
+        window(0x0FFFFFFFu) {}
+  Cursor start() const { return {_mm256_setzero_si256(), reinterpret_cast<const int8_t*>(a.xs)}; }
+  __attribute__((always_inline)) void step(Cursor& c, uint32_t code) const {
+    const __m256i idx = _mm256_set1_epi64x(static_cast<long long>(perm[code]));
+    const __m256i x = _mm256_maskz_loadu_epi8(window, c.xp);
+    c.acc = _mm256_dpbusd_epi32(c.acc, sign_weights, _mm256_permutexvar_epi8(idx, x));
+    c.xp += lengths[code];
+  }
+  void finish(const Cursor& c, uint32_t r) const {
+    alignas(32) int32_t t[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), c.acc);
+    const float s = a.x_scale;
+    a.y[r] = combine_row(s * static_cast<float>(t[0] + t[1]), s * static_cast<float>(t[2] + t[3]), a.w.scales[r]);
+  }
+};
+
 // ---- masked-add kernel -----------------------------------------------------
 
 struct Masks {
@@ -224,6 +276,10 @@ void gemv_f32_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_be
 
 void gemv_bf16_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   lockstep_rows<kGemvRows>(a, PermBf16(a), row_begin, row_end);
+}
+
+void gemv_i8_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  lockstep_rows<5>(a, PermI8(a), row_begin, row_end);
 }
 
 void gemv_f32_ternary_dict_masks_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {

@@ -31,9 +31,11 @@ void gemv_f32_ternary_dict_slots_avx2(const TernaryGemmArgs& a, uint32_t row_beg
 void gemm_f32_ternary_dict_slots_avx2(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
 // AVX-512: permute kernels (tables with has_perm; the bf16-activation one also
-// needs VBMI), masked-add kernel (any table), nonzero-slot batch kernel.
+// needs VBMI, the int8-activation one VBMI and VNNI), masked-add kernel (any
+// table), nonzero-slot batch kernel.
 void gemv_f32_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void gemv_bf16_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void gemv_i8_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void gemv_f32_ternary_dict_masks_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void gemm_f32_ternary_dict_slots_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 

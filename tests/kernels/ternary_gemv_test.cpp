@@ -1,12 +1,16 @@
 // Every ternary fast path (each ISA this CPU runs, batch 1 and small batches,
-// f32 and bf16 activations, 1..3 threads) against the codec's reference decoder
-// times x in float64, held to the float summation bound of kernel_test_support.h.
+// f32 and bf16 activations, exact or quantized to int8, 1..3 threads) against
+// the codec's reference decoder times x in float64, held to the float summation
+// bound of kernel_test_support.h.
 #include "submoe/kernels/ternary_gemv.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "kernel_test_support.h"
@@ -30,10 +34,34 @@ std::string case_name(const Case& c) {
          std::to_string(c.rows) + "x" + std::to_string(c.cols);
 }
 
-// Runs one kernel table on one matrix for the given batch / threads / dtype and
-// checks every output against the oracle. Returns the number of checked values.
+// ActivationQuant::kInt8 written out from its definition in ternary_gemv.h,
+// independently of the driver: per token m = max |x|, q = nearest-even(x *
+// (127 / m)), activation (m / 127) q. Replaces x[t * stride + c] in place and
+// returns the scales.
+std::vector<float> quantize_int8_reference(std::vector<float>& x, uint32_t batch, uint32_t cols, size_t stride) {
+  std::vector<float> scales(batch, 0.0f);
+  for (uint32_t t = 0; t < batch; ++t) {
+    float* xt = x.data() + t * stride;
+    float m = 0.0f;
+    for (uint32_t c = 0; c < cols; ++c) m = std::max(m, std::fabs(xt[c]));
+    const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+    scales[t] = m / 127.0f;
+    for (uint32_t c = 0; c < cols; ++c) {
+      const float q = std::nearbyint(xt[c] * inv);
+      EXPECT_LE(std::fabs(q), 127.0f);
+      xt[c] = scales[t] * q;
+    }
+  }
+  return scales;
+}
+
+// Runs one kernel table on one matrix for the given batch / threads / dtype /
+// quantization and checks every output against the oracle (on the activations
+// the kernel is defined to multiply: bf16-rounded, and s q for kInt8). Returns
+// the number of checked values.
 size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx, const testing::TestMatrix& m,
-                     uint32_t batch, ThreadPool* pool, ActivationType type, uint64_t seed, const std::string& what) {
+                     uint32_t batch, ThreadPool* pool, ActivationType type, uint64_t seed, const std::string& what,
+                     ActivationQuant quant = ActivationQuant::kExact) {
   const ternary::PackedTernaryView w = m.packed.view();
   const size_t x_stride = w.cols + (seed % 3);  // strides > cols too
   std::vector<float> x = testing::random_activations(batch, w.cols, x_stride, seed);
@@ -47,12 +75,13 @@ size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx
     }
     xv = ActivationsView::bf16(xb.data(), batch, x_stride);
   }
+  if (quant == ActivationQuant::kInt8) quantize_int8_reference(x, batch, w.cols, x_stride);
   const size_t y_stride = w.rows + 1;
   std::vector<float> y(batch * y_stride, -7.0f);
   std::vector<float> ws(ternary_gemm_workspace_floats(w.cols, batch) + 3);
   // An offset workspace start: the driver must align it itself.
   Status st = gemm_ternary_dict(k, fx.table, w, xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(1),
-                                pool);
+                                pool, quant);
   EXPECT_TRUE(st.is_ok()) << what << ": " << st.to_string();
   size_t checked = 0;
   for (uint32_t t = 0; t < batch; ++t) {
@@ -61,7 +90,8 @@ size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx
       const double got = y[t * y_stride + r];
       const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
       if (!(std::fabs(got - o.y) <= bound)) {
-        ADD_FAILURE() << what << " " << ternary_kernel_name(k, fx.table, batch, type) << ": row " << r << " token " << t
+        ADD_FAILURE() << what << " " << ternary_kernel_name(k, fx.table, batch, type, quant) << ": row " << r
+                      << " token " << t
                       << " got " << got << " want " << o.y << " (bound " << bound << ", " << o.nonzeros
                       << " nonzeros)";
         return checked;
@@ -96,10 +126,13 @@ TEST(TernaryGemv, EveryIsaMatchesReferenceDecoderAcrossP0AndShapes) {
       const TernaryGemvKernels& k = ternary_gemv_kernels(isa);
       for (uint32_t batch : {1u, 2u, 5u, 8u, 13u}) {
         for (ActivationType type : {ActivationType::kF32, ActivationType::kBF16}) {
-          ThreadPool* pool = (batch + seed) % 2 ? &pool3 : nullptr;
-          checked += check_kernels(k, fx, m, batch, pool, type, seed++,
-                                   case_name(c) + " " + isa_name(isa) + " batch " + std::to_string(batch) + " " +
-                                       activation_type_name(type));
+          for (ActivationQuant quant : {ActivationQuant::kExact, ActivationQuant::kInt8}) {
+            ThreadPool* pool = (batch + seed) % 2 ? &pool3 : nullptr;
+            checked += check_kernels(k, fx, m, batch, pool, type, seed++,
+                                     case_name(c) + " " + isa_name(isa) + " batch " + std::to_string(batch) + " " +
+                                         activation_type_name(type) + " " + activation_quant_name(quant),
+                                     quant);
+          }
         }
       }
     }
@@ -165,6 +198,108 @@ TEST(TernaryGemv, Bf16ActivationsTakeTheBf16PermuteKernelOnVbmi) {
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
       check_kernels(k, fx, m, 1, pool, ActivationType::kBF16, seed++, "bf16 cols " + std::to_string(cols));
     }
+  }
+}
+
+TEST(TernaryGemv, Int8ActivationsTakeTheInt8PermuteKernelOnVbmiVnni) {
+  // Batch-1 kInt8 runs the byte-permute + VNNI kernel where the CPU has both
+  // (elsewhere the quantized values take the f32 kernels); odd widths, windows
+  // past the last column, special rows, 1..3 threads, f32 and bf16 inputs, held
+  // to the bound against the oracle on s q.
+  if (!cpu_features().avx512) GTEST_SKIP() << "CPU without AVX-512";
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  const TernaryGemvKernels& k = ternary_gemv_kernels(Isa::kAvx512);
+  const bool has_i8 = cpu_features().avx512_vbmi && cpu_features().avx512_vnni;
+  const char* want = has_i8 ? "gemv_i8_ternary_dict_perm_avx512" : "gemv_f32_ternary_dict_perm_avx512";
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kF32, ActivationQuant::kInt8), want);
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kBF16, ActivationQuant::kInt8), want);
+  EXPECT_STREQ(ternary_kernel_name(k, fx.table, 3, ActivationType::kF32, ActivationQuant::kInt8),
+               "gemm_f32_ternary_dict_slots_avx512");
+  ThreadPool pool2(2), pool3(3);
+  uint64_t seed = 700;
+  const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax, RowKind::kAllMin};
+  for (uint32_t cols : {1u, 27u, 28u, 29u, 31u, 32u, 33u, 63u, 500u, 2081u}) {
+    const testing::TestMatrix m = testing::make_test_matrix(fx, 53, cols, 0.885, seed++, special);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      for (ActivationType type : {ActivationType::kF32, ActivationType::kBF16}) {
+        check_kernels(k, fx, m, 1, pool, type, seed++, "int8 cols " + std::to_string(cols), ActivationQuant::kInt8);
+      }
+    }
+  }
+}
+
+TEST(TernaryGemv, Int8QuantizationFollowsItsDefinition) {
+  // quantize_activations_int8 against the definition, bit for bit: ties at
+  // +-k.5 steps (round to even), the maximum on either sign, zeros, tiny values,
+  // and bf16 inputs.
+  const float m = 3.0f;
+  std::vector<float> x = {m, -m, 0.0f, -0.0f, 1e-30f, -1e-30f};
+  const float step = m / 127.0f;
+  for (int k = -127; k <= 127; ++k) {
+    x.push_back(static_cast<float>(k) * step);
+    x.push_back((static_cast<float>(k) + 0.5f) * step);
+    x.push_back(std::nextafter((static_cast<float>(k) + 0.5f) * step, 0.0f));
+  }
+  std::vector<float> bounded;
+  for (float v : x) {
+    if (std::fabs(v) <= m) bounded.push_back(v);
+  }
+  const uint32_t n = static_cast<uint32_t>(bounded.size());
+  std::vector<int8_t> q(n);
+  const float s = quantize_activations_int8(ActivationsView::f32(bounded.data(), 1, n), 0, n, q.data());
+  EXPECT_EQ(s, m / 127.0f);
+  const float inv = 127.0f / m;
+  for (uint32_t c = 0; c < n; ++c) {
+    ASSERT_EQ(q[c], static_cast<int8_t>(std::nearbyint(bounded[c] * inv))) << "x = " << bounded[c];
+  }
+  // Token 1 of a bf16 batch (the stride is honoured).
+  std::vector<bf16_t> xb(2 * n, float_to_bf16(100.0f));
+  for (uint32_t c = 0; c < n; ++c) xb[n + c] = float_to_bf16(bounded[c]);
+  const float sb = quantize_activations_int8(ActivationsView::bf16(xb.data(), 2, n), 1, n, q.data());
+  float mb = 0.0f;
+  for (uint32_t c = 0; c < n; ++c) mb = std::max(mb, std::fabs(bf16_to_float(xb[n + c])));
+  EXPECT_EQ(sb, mb / 127.0f);
+  for (uint32_t c = 0; c < n; ++c) {
+    ASSERT_EQ(q[c], static_cast<int8_t>(std::nearbyint(bf16_to_float(xb[n + c]) * (127.0f / mb))));
+  }
+  // All zeros: scale 0, codes 0.
+  std::vector<float> zeros(40, 0.0f);
+  EXPECT_EQ(quantize_activations_int8(ActivationsView::f32(zeros.data(), 1, 40), 0, 40, q.data()), 0.0f);
+  for (uint32_t c = 0; c < 40; ++c) EXPECT_EQ(q[c], 0);
+}
+
+TEST(TernaryGemv, Int8ErrorAgainstExactActivationsWithinDocumentedBound) {
+  // |y_r - (W x)_r| <= (s / 2) (|w_max| n_max + |w_min| n_min) + float rounding,
+  // for the exact x; and the bound is not vacuous (the error is nonzero and a
+  // good part of it on some row).
+  const testing::DictFixture& fx = testing::dict_fixture(DictKind::kQmoe, 0.885);
+  const testing::TestMatrix m = testing::make_test_matrix(fx, 64, 999, 0.885, 41);
+  const ternary::PackedTernaryView w = m.packed.view();
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(w.cols);
+  for (float& v : x) v = nd(rng);
+  float mx = 0.0f;
+  for (float v : x) mx = std::max(mx, std::fabs(v));
+  const double s = mx / 127.0f;
+  for (Isa isa : testing::supported_isas()) {
+    const TernaryGemvKernels& k = ternary_gemv_kernels(isa);
+    std::vector<float> y(w.rows);
+    std::vector<float> ws(ternary_gemm_workspace_floats(w.cols, 1));
+    ASSERT_TRUE(gemm_ternary_dict(k, fx.table, w, ActivationsView::f32(x.data(), 1, w.cols), OutputView{y.data(), 0},
+                                  ws, nullptr, ActivationQuant::kInt8)
+                    .is_ok());
+    double worst_fraction = 0;
+    for (uint32_t r = 0; r < w.rows; ++r) {
+      const testing::OracleRow o = testing::oracle(m.dense, w.cols, r, x.data());
+      double sum_abs_w = 0;
+      for (uint32_t c = 0; c < w.cols; ++c) sum_abs_w += std::fabs(m.dense[static_cast<size_t>(r) * w.cols + c]);
+      const double bound = s / 2 * sum_abs_w + testing::summation_bound(o.nonzeros, o.sum_abs + s * sum_abs_w);
+      const double err = std::fabs(y[r] - o.y);
+      EXPECT_LE(err, bound) << isa_name(isa) << " row " << r;
+      if (sum_abs_w > 0) worst_fraction = std::max(worst_fraction, err / (s / 2 * sum_abs_w));
+    }
+    EXPECT_GT(worst_fraction, 0.05) << isa_name(isa) << ": the int8 path did not quantize";
   }
 }
 

@@ -36,7 +36,24 @@ namespace submoe::kernels {
 //             (zeros); see TernaryKernelTable::slots.
 //   kPaddedBf16: batch 1, bf16 activations as given (bit copies), then zeros;
 //             xs points at them (read as uint16_t).
-enum class XLayout : uint8_t { kPadded = 0, kDoubled = 1, kPaddedBf16 = 2 };
+//   kPaddedI8: batch 1, int8 activations (ActivationQuant::kInt8), then zeros;
+//             xs points at them (read as int8_t), x_scale is their scale.
+enum class XLayout : uint8_t { kPadded = 0, kDoubled = 1, kPaddedBf16 = 2, kPaddedI8 = 3 };
+
+// What gemm_ternary_dict multiplies by.
+//   kExact: the activations as given (f32, or bf16 read exactly).
+//   kInt8:  each token quantized to int8 with one symmetric scale first (what
+//           llama.cpp does for its quantized types, there per block of 32 or
+//           256): m = max_c |x_c|, q_c = round-to-nearest-even(x_c * (127 / m)),
+//           s = m / 127, and the product is W (s q). The batch-1 kernel with
+//           VBMI + VNNI sums the int8 values exactly in int32 and scales once
+//           per row; every other kernel sums s q_c in f32. Against the exact
+//           activations: |y_r - (W x)_r| <= (s / 2) (|w_max| n_max + |w_min| n_min)
+//           + float rounding, n_max and n_min the row's w_max and w_min counts.
+//           A per-token scale cannot follow per-block outliers: an activation
+//           vector with one huge entry loses the small ones.
+enum class ActivationQuant : uint8_t { kExact = 0, kInt8 = 1 };
+const char* activation_quant_name(ActivationQuant q);
 
 // What one kernel invocation sees. Rows [row_begin, row_end) are computed.
 struct TernaryGemmArgs {
@@ -47,6 +64,7 @@ struct TernaryGemmArgs {
   uint32_t batch_stride = 1;     // floats per layout row (B padded up), doubled layout
   float* y = nullptr;            // y[t * y_stride + r]
   size_t y_stride = 0;
+  float x_scale = 0.0f;          // kPaddedI8: activation = x_scale * xs[c]
 };
 
 using TernaryRowsFn = void (*)(const TernaryGemmArgs& args, uint32_t row_begin, uint32_t row_end);
@@ -68,6 +86,10 @@ struct TernaryGemvKernels {
   // activations are widened to f32 and take the gemv paths above). Layout kPaddedBf16.
   const char* gemv_bf16_name = nullptr;
   TernaryRowsFn gemv_bf16 = nullptr;
+  // Batch 1 with ActivationQuant::kInt8 and permute records (may be null: then
+  // the quantized activations s q take the f32 gemv paths). Layout kPaddedI8.
+  const char* gemv_i8_name = nullptr;
+  TernaryRowsFn gemv_i8 = nullptr;
 };
 
 // The table of one ISA. The caller must make sure the CPU supports it
@@ -76,10 +98,11 @@ const TernaryGemvKernels& ternary_gemv_kernels(Isa isa);
 // ternary_gemv_kernels(best_isa()), decided once.
 const TernaryGemvKernels& best_ternary_gemv_kernels();
 
-// Name of the kernel gemm_ternary_dict runs for this table, batch size and
-// activation type.
+// Name of the kernel gemm_ternary_dict runs for this table, batch size,
+// activation type and quantization.
 const char* ternary_kernel_name(const TernaryGemvKernels& k, const TernaryKernelTable& table, uint32_t batch,
-                                ActivationType type = ActivationType::kF32);
+                                ActivationType type = ActivationType::kF32,
+                                ActivationQuant quant = ActivationQuant::kExact);
 
 // Floats of workspace gemm_ternary_dict needs (enough for every ISA).
 size_t ternary_gemm_workspace_floats(uint32_t cols, uint32_t batch);
@@ -94,6 +117,11 @@ uint32_t ternary_batch_stride(uint32_t batch);
 // Non-finite activations give unspecified (but memory-safe) results.
 Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelTable& table,
                          const ternary::PackedTernaryView& w, const ActivationsView& x, const OutputView& y,
-                         std::span<float> workspace, ThreadPool* pool);
+                         std::span<float> workspace, ThreadPool* pool,
+                         ActivationQuant quant = ActivationQuant::kExact);
+
+// The kInt8 quantization of one token's n activations (see ActivationQuant):
+// writes q[0..n) and returns s. All-zero input gives s = 0 and q = 0.
+float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
 
 }  // namespace submoe::kernels
