@@ -118,6 +118,12 @@ Status run_gemv(const GemvOptions& o) {
   j["compressed_bf16act_us"] = comp_bf16act;
   j["compressed_bf16act_kernel"] = r.compressed_bf16act.kernel;
   j["compressed_bf16act"] = timing_json(r.compressed_bf16act);
+  // The same with the f32 activations quantized to int8 per token (one scale,
+  // ActivationQuant::kInt8; the quantization is part of the timed call).
+  const double comp_i8act = r.compressed_i8act.median_us;
+  j["compressed_i8act_us"] = comp_i8act;
+  j["compressed_i8act_kernel"] = r.compressed_i8act.kernel;
+  j["compressed_i8act"] = timing_json(r.compressed_i8act);
   // Weights of W streamed and decoded per second (a batch decodes each once).
   j["gweights_per_s"] = comp > 0 ? weights / comp * 1e-3 : 0.0;
   j["bits_per_weight"] = r.ledger.bits_per_weight;
@@ -131,6 +137,7 @@ Status run_gemv(const GemvOptions& o) {
     j["ratio_vs_bf16"] = r.dense_bf16.median_us > 0 ? comp / r.dense_bf16.median_us : 0.0;
     j["ratio_vs_f32"] = r.dense_f32.median_us > 0 ? comp / r.dense_f32.median_us : 0.0;
     j["ratio_vs_bf16_bf16act"] = r.dense_bf16.median_us > 0 ? comp_bf16act / r.dense_bf16.median_us : 0.0;
+    j["ratio_vs_bf16_i8act"] = r.dense_bf16.median_us > 0 ? comp_i8act / r.dense_bf16.median_us : 0.0;
     j["dense_bf16_gb_per_s"] = r.dense_bf16.median_us > 0 ? weights * 2 / r.dense_bf16.median_us * 1e-3 : 0.0;
   }
   nlohmann::json ints = nlohmann::json::array();
@@ -173,14 +180,16 @@ Status run_gemv(const GemvOptions& o) {
   }
   line("compressed", r.compressed);
   line("  bf16 x", r.compressed_bf16act);
+  line("  int8 x", r.compressed_i8act);
   for (const GemvBenchResult::IntTiming& it : r.ints) {
     line(("int" + std::to_string(it.bits) + " g" + std::to_string(c.int_group)).c_str(), it.timing);
   }
   if (c.batch > 1) line("batch 1", r.compressed_batch1);
   std::printf("  compressed: %.2f Gweights/s", comp > 0 ? weights / comp * 1e-3 : 0.0);
   if (c.dense) {
-    std::printf(", %.3f x dense bf16 (%.3f with bf16 activations), %.3f x dense f32", j["ratio_vs_bf16"].get<double>(),
-                j["ratio_vs_bf16_bf16act"].get<double>(), j["ratio_vs_f32"].get<double>());
+    std::printf(", %.3f x dense bf16 (%.3f with bf16 activations, %.3f with int8), %.3f x dense f32",
+                j["ratio_vs_bf16"].get<double>(), j["ratio_vs_bf16_bf16act"].get<double>(),
+                j["ratio_vs_bf16_i8act"].get<double>(), j["ratio_vs_f32"].get<double>());
   }
   if (c.batch > 1) std::printf(", per token %.3f x its batch-1 time", j["per_token_ratio_vs_batch1"].get<double>());
   std::printf("\n");
@@ -194,13 +203,15 @@ void setup_gemv(CLI::App& bench) {
       "Time Y = W X on a working set of distinct matrices larger than the last-level cache (cycled through,\n"
       "so every call streams its weights from DRAM, as the experts of an MoE layer do): dense f32, dense\n"
       "bf16 (random weights) and the compressed ternary kernel (i.i.d. ternary data at --p0, encoded with the\n"
-      "--code dictionary), the compressed kernel once with f32 and once with bf16 activations. The kernels\n"
+      "--code dictionary), the compressed kernel with f32 activations, with bf16 activations, and with the\n"
+      "f32 activations quantized to int8 per token in the call (one scale per token). The kernels\n"
       "are timed interleaved: --iters rounds (after 3 untimed ones) that each call every kernel once, so\n"
       "ratios compare calls made side by side; times are wall clock. The dense kernels take f32 activations\n"
       "(they are bound by streaming the weights; the activation type does not change their speed).\n"
       "Output: a table, or with --json one JSON object with dense_f32_us, dense_bf16_us, compressed_us\n"
       "(medians, microseconds per call of the whole batch), ratio_vs_bf16 (compressed / dense bf16),\n"
       "compressed_bf16act_us and ratio_vs_bf16_bf16act (the compressed kernel with bf16 activations),\n"
+      "compressed_i8act_us and ratio_vs_bf16_i8act (with int8-quantized activations),\n"
       "ratio_vs_f32, gweights_per_s (rows x cols / compressed time), bits_per_weight (all metadata, the\n"
       "shared dictionary amortized), isa, threads, batch, kernel names, working-set sizes, min/p90,\n"
       "cpu_median_us (CPU time of the calling thread: on a shared machine it leaves out time spent\n"

@@ -334,13 +334,14 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
 
   const TernaryGemvKernels& tk = ternary_gemv_kernels(c.isa);
   std::vector<float> workspace(ternary_gemm_workspace_floats(c.cols, c.batch));
-  auto add_compressed = [&](GemvTiming* t, uint32_t batch, ActivationType type) {
-    t->kernel = ternary_kernel_name(tk, table, batch, type);
+  auto add_compressed = [&](GemvTiming* t, uint32_t batch, ActivationType type,
+                            ActivationQuant quant = ActivationQuant::kExact) {
+    t->kernel = ternary_kernel_name(tk, table, batch, type, quant);
     t->bytes_per_matrix = ws.bytes_per_matrix();
     const ActivationsView xv = type == ActivationType::kF32 ? ActivationsView::f32(x.data(), batch, c.cols)
                                                             : ActivationsView::bf16(x_bf16.data(), batch, c.cols);
-    timed.push_back({t, count, [&, xv](uint32_t i) {
-                       return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool);
+    timed.push_back({t, count, [&, xv, quant](uint32_t i) {
+                       return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool, quant);
                      }, {}, {}});
   };
   // n-bit kernels (f32 activations), each on its own working set.
@@ -373,6 +374,7 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
 
   add_compressed(&res.compressed, c.batch, ActivationType::kF32);
   add_compressed(&res.compressed_bf16act, c.batch, ActivationType::kBF16);
+  add_compressed(&res.compressed_i8act, c.batch, ActivationType::kF32, ActivationQuant::kInt8);
   if (c.batch > 1) add_compressed(&res.compressed_batch1, 1, ActivationType::kF32);
   say("timing " + std::to_string(timed.size()) + " kernels interleaved, " + std::to_string(c.iters) + " rounds");
   SUBMOE_RETURN_IF_ERROR(time_interleaved(timed, c.iters));

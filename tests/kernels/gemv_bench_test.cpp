@@ -54,7 +54,8 @@ TEST(GemvBench, SmallRunTimesEveryKernel) {
     c.int_group = 64;
     Result<GemvBenchResult> r = run_gemv_bench(c, &pool);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    std::vector<const GemvTiming*> all = {&r->dense_f32, &r->dense_bf16, &r->compressed, &r->compressed_bf16act};
+    std::vector<const GemvTiming*> all = {&r->dense_f32, &r->dense_bf16, &r->compressed, &r->compressed_bf16act,
+                                             &r->compressed_i8act};
     if (batch > 1) all.push_back(&r->compressed_batch1);
     ASSERT_EQ(r->ints.size(), 2u);
     for (const GemvBenchResult::IntTiming& it : r->ints) {

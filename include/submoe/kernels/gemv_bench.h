@@ -119,6 +119,7 @@ struct GemvBenchResult {
   GemvTiming dense_bf16;
   GemvTiming compressed;          // f32 activations
   GemvTiming compressed_bf16act;  // the same matrices with the activations as bf16
+  GemvTiming compressed_i8act;    // the same with f32 activations quantized to int8 (ActivationQuant::kInt8)
   GemvTiming compressed_batch1;   // only when batch > 1: the per-token reference (f32 activations)
   struct IntTiming {
     uint32_t bits = 0;
