@@ -97,7 +97,7 @@ void setup_eval(CLI::App& root) {
       "window has no context and is not scored. Prints the mean NLL (nats/token) and perplexity\n"
       "exp(NLL); --json prints one object: tokens (scored), nll, ppl, seconds, tokens_per_s (tokens\n"
       "run through the model per second), windows, ctx, tokens_in_file, tokens_processed, threads,\n"
-      "artifact (true/false) and execution (fused/fused-bf16/reference, null for a checkpoint).\n"
+      "artifact (true/false) and execution (fused/fused-bf16/fused-int8/reference, null for a checkpoint).\n"
       "Progress goes to stderr every ~2 s.");
   cmd->add_option("--model", o->m.model,
                   "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")

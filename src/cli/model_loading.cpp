@@ -12,9 +12,11 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
                   "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
                   "'fused-bf16' the same with each expert projection's input rounded to bf16 first (as a bf16\n"
                   "checkpoint computes its experts in transformers; faster batch-1 kernels);\n"
+                  "'fused-int8' the same with each expert projection's input quantized to int8, one scale per\n"
+                  "token (as llama.cpp does per block; the fastest batch-1 ternary kernel, ~0.8x fused-bf16);\n"
                   "'reference' decodes every expert to dense f32 with the reference decoder (4 bytes per\n"
                   "weight in memory; the oracle the fused kernels are tested against)")
-      ->check(CLI::IsMember({"fused", "fused-bf16", "reference"}))
+      ->check(CLI::IsMember({"fused", "fused-bf16", "fused-int8", "reference"}))
       ->capture_default_str();
   cmd->add_option("--expert-cache-mb", f->offload.expert_cache_mb,
                   "artifacts: > 0 pages the routed experts from disk into a DRAM cache of this many MB\n"

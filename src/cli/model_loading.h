@@ -26,7 +26,7 @@ void add_model_flags(CLI::App* cmd, ModelFlags* flags);
 struct LoadedModel {
   std::unique_ptr<model::MoeModel> model;
   bool artifact = false;
-  std::string execution;                              // "fused"/"fused-bf16"/"reference" for artifacts
+  std::string execution;                              // "fused"/"fused-bf16"/"fused-int8"/"reference" for artifacts
   offload::CachedExpertProvider* offload = nullptr;   // owned by the model; null unless offloaded
   double load_seconds = 0;
 };

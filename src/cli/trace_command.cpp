@@ -144,9 +144,10 @@ void setup_trace(CLI::App& root) {
   rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
   rec->add_option("--execution", ro->execution,
                   "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
-                  "'fused-bf16' the same with the expert inputs rounded to bf16; 'reference' decodes every\n"
+                  "'fused-bf16' the same with the expert inputs rounded to bf16; 'fused-int8' with them\n"
+                  "quantized to int8 per token; 'reference' decodes every\n"
                   "expert once at load to dense f32 with the reference decoder")
-      ->check(CLI::IsMember({"fused", "fused-bf16", "reference"}))
+      ->check(CLI::IsMember({"fused", "fused-bf16", "fused-int8", "reference"}))
       ->capture_default_str();
   rec->add_flag("--json", ro->json,
                 "print {out, tokens, text_tokens, layers, experts, top_k, windows, load_seconds, seconds, threads,\n"

@@ -44,7 +44,7 @@ Result<std::unique_ptr<model::LinearOp>> ternary_projection(uint32_t rows, uint3
                                                ternary::PackedTernaryMatrix::DictCheck::kTrusted));
   if (mode != ExecutionMode::kReferenceDecode) {
     return make_ternary_dict_linear(std::move(m), codebook, kernels::best_ternary_gemv_kernels(),
-                                    execution_activations(mode));
+                                    execution_activations(mode), execution_quant(mode));
   }
   SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, ternary::decode_to_float(m.view()));
   return make_reference_decoded_linear(std::move(w), rows, cols, artifact::kReprTernaryDict.data());
@@ -59,7 +59,8 @@ Result<std::unique_ptr<model::LinearOp>> int_projection(uint32_t rows, uint32_t 
                           intn::PackedIntMatrix::from_parts(rows, cols, q.bits, q.group_size, {qweight, f[0].size()},
                                                             scales, {zeros, f[2].size()}));
   if (mode != ExecutionMode::kReferenceDecode) {
-    return make_int_linear(std::move(m), kernels::best_int_gemv_kernels(), execution_activations(mode));
+    return make_int_linear(std::move(m), kernels::best_int_gemv_kernels(), execution_activations(mode),
+                           execution_quant(mode));
   }
   SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, intn::decode_int_to_float(m.view()));
   return make_reference_decoded_linear(std::move(w), rows, cols, "int" + std::to_string(q.bits));

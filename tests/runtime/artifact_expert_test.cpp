@@ -72,7 +72,8 @@ TEST_P(ArtifactExperts, FromBytesOfTheByteRangeEqualsResident) {
       }
       expected_next = range->offset + range->length;
       const std::vector<std::byte> bytes = read_range(*range);
-      for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kFusedBf16, ExecutionMode::kReferenceDecode}) {
+      for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kFusedBf16, ExecutionMode::kFusedInt8,
+                                 ExecutionMode::kReferenceDecode}) {
         auto fetched = a.expert_from_bytes(l, e, bytes, mode);
         ASSERT_TRUE(fetched.is_ok()) << fetched.status().to_string();
         auto resident = a.expert_resident(l, e, mode);
@@ -128,6 +129,8 @@ TEST(ArtifactExpertsApi, ExecutionModeNames) {
   EXPECT_EQ(*parse_execution_mode("reference"), ExecutionMode::kReferenceDecode);
   EXPECT_EQ(*parse_execution_mode("fused-bf16"), ExecutionMode::kFusedBf16);
   EXPECT_STREQ(execution_mode_name(ExecutionMode::kFusedBf16), "fused-bf16");
+  EXPECT_EQ(*parse_execution_mode("fused-int8"), ExecutionMode::kFusedInt8);
+  EXPECT_STREQ(execution_mode_name(ExecutionMode::kFusedInt8), "fused-int8");
   EXPECT_STREQ(execution_mode_name(ExecutionMode::kFused), "fused");
   EXPECT_STREQ(execution_mode_name(ExecutionMode::kReferenceDecode), "reference");
   EXPECT_FALSE(parse_execution_mode("Fused").is_ok());

@@ -46,17 +46,33 @@ intn::PackedIntMatrix int_matrix(uint32_t rows, uint32_t cols, uint32_t bits, ui
   return std::move(intn::pack_int_codes(codes, rows, cols, bits, gs, scales, zeros)).value();
 }
 
-// bf16_inputs: the op rounds its inputs to bf16 (ExecutionMode::kFusedBf16), so
-// the float64 reference takes the rounded inputs.
+// How the op under test rounds its inputs: to bf16 (ExecutionMode::kFusedBf16)
+// or to int8 per token (kFusedInt8, the definition's s q from
+// kernels::quantize_activations_int8, which the kernel tests hold to it); the
+// float64 reference takes the rounded inputs.
+enum class Inputs { kExact, kBf16, kInt8 };
+
+void round_inputs(std::vector<float>& x, size_t n, size_t cols, Inputs inputs) {
+  if (inputs == Inputs::kBf16) {
+    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
+  } else if (inputs == Inputs::kInt8) {
+    std::vector<int8_t> q(cols);
+    const std::vector<float> orig = x;
+    for (size_t t = 0; t < n; ++t) {
+      const float s = kernels::quantize_activations_int8(kernels::ActivationsView::f32(orig.data(), static_cast<uint32_t>(n), cols),
+                                                         static_cast<uint32_t>(t), static_cast<uint32_t>(cols), q.data());
+      for (size_t c = 0; c < cols; ++c) x[t * cols + c] = s * static_cast<float>(q[c]);
+    }
+  }
+}
+
 void check_op(const model::LinearOp& op, const std::vector<float>& dense, size_t n, ThreadPool* pool, uint32_t seed,
-              bool bf16_inputs = false) {
+              Inputs inputs = Inputs::kExact) {
   const size_t rows = op.out_features(), cols = op.in_features();
   std::vector<float> x = random_weights(n * cols, seed);
   std::vector<float> y(n * rows, NAN);
   op.forward(x.data(), n, y.data(), pool);
-  if (bf16_inputs) {
-    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
-  }
+  round_inputs(x, n, cols, inputs);
   for (size_t t = 0; t < n; ++t)
     for (size_t r = 0; r < rows; ++r) {
       double want = 0, mag = 0;
@@ -138,8 +154,8 @@ TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
     const std::vector<float> idense = *intn::decode_int_to_float(im.view());
     for (size_t n : {1, 2, 64, 70})
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 100), true);
-        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 200), true);
+        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 100), Inputs::kBf16);
+        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 200), Inputs::kBf16);
       }
     // The rounding is real: against the unrounded inputs the batch-1 output is
     // off by far more than the summation bound.
@@ -154,6 +170,61 @@ TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
     }
     EXPECT_GT(worst, 1e-4) << isa_name(isa);
   }
+}
+
+TEST(CompressedLinear, Int8ActivationOpsQuantizeTheirInputs) {
+  // ExecutionMode::kFusedInt8's ops: the product of the decoded weights with the
+  // inputs' int8 quantization s q, every ISA, token counts across the chunking,
+  // with and without a pool; measurably not the product with the f32 inputs.
+  EXPECT_EQ(execution_quant(ExecutionMode::kFusedInt8), kernels::ActivationQuant::kInt8);
+  EXPECT_EQ(execution_activations(ExecutionMode::kFusedInt8), kernels::ActivationType::kF32);
+  EXPECT_EQ(execution_quant(ExecutionMode::kFused), kernels::ActivationQuant::kExact);
+  EXPECT_EQ(execution_quant(ExecutionMode::kFusedBf16), kernels::ActivationQuant::kExact);
+  ThreadPool pool(2);
+  auto dict = ternary::build_dictionary(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0);
+  ASSERT_TRUE(dict.is_ok());
+  auto cb = TernaryCodebook::create(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0, dict->entry_span());
+  ASSERT_TRUE(cb.is_ok());
+  const uint32_t rows = 150, cols = 610;
+  auto grid = ternary::round_to_ternary_grid(random_weights(size_t{rows} * cols, 21), rows, cols);
+  ASSERT_TRUE(grid.is_ok());
+  const intn::PackedIntMatrix im = int_matrix(rows, cols, 4, 128, 22);
+  for (Isa isa : isas()) {
+    auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
+    ASSERT_TRUE(packed.is_ok());
+    const std::vector<float> tdense = *ternary::decode_to_float(packed->view());
+    auto top = make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::ternary_gemv_kernels(isa),
+                                        kernels::ActivationType::kF32, kernels::ActivationQuant::kInt8);
+    ASSERT_TRUE(top.is_ok());
+    EXPECT_NE((*top)->describe().find("int8 activations"), std::string::npos) << (*top)->describe();
+    auto iop = make_int_linear(std::move(intn::PackedIntMatrix::from_parts(rows, cols, 4, 128, im.qweight(), im.scales(), im.zeros())).value(),
+                               kernels::int_gemv_kernels(isa), kernels::ActivationType::kF32,
+                               kernels::ActivationQuant::kInt8);
+    ASSERT_TRUE(iop.is_ok());
+    EXPECT_NE((*iop)->describe().find("int8 activations"), std::string::npos) << (*iop)->describe();
+    const std::vector<float> idense = *intn::decode_int_to_float(im.view());
+    for (size_t n : {1, 2, 64, 70})
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 300), Inputs::kInt8);
+        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 400), Inputs::kInt8);
+      }
+    const std::vector<float> x = random_weights(cols, 6);
+    std::vector<float> y(rows);
+    (*top)->forward(x.data(), 1, y.data(), nullptr);
+    double worst = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      double want = 0;
+      for (size_t c = 0; c < cols; ++c) want += double(tdense[r * cols + c]) * x[c];
+      worst = std::max(worst, std::fabs(y[r] - want));
+    }
+    EXPECT_GT(worst, 1e-4) << isa_name(isa);
+  }
+  // bf16 rounding and int8 quantization together are refused.
+  auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
+  ASSERT_TRUE(packed.is_ok());
+  EXPECT_FALSE(make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::best_ternary_gemv_kernels(),
+                                        kernels::ActivationType::kBF16, kernels::ActivationQuant::kInt8)
+                   .is_ok());
 }
 
 TEST(CompressedLinear, ConcurrentForwardsOnOneOpAgreeBitForBit) {
