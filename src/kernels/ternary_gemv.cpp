@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <string>
 
 #include "kernels/ternary_gemv_internal.h"
@@ -76,19 +75,21 @@ TernaryGemvKernels avx512_kernels_for_cpu() {
     if (cpu_features().avx512_vnni) {
       k.gemv_i8_name = "gemv_i8_ternary_dict_perm_avx512";
       k.gemv_i8 = detail::gemv_i8_ternary_dict_perm_avx512;
+      k.quantize_i8 = detail::quantize_i8_f32_avx512;
     }
   }
   return k;
 }
 
 // ActivationQuant::kInt8 for one token: q = round-to-nearest-even(x * inv)
-// clamped to +-127 (a NaN lands on -127: unspecified but defined), activation
-// s * q.
+// clamped to +-127 (a NaN lands on -127: unspecified but defined; every q is 0
+// when the token has no finite positive maximum, inv = 0), activation s * q.
 struct Int8Quantizer {
   float scale = 0.0f;
   float inv = 0.0f;
 
   int8_t quantize(float v) const {
+    if (inv == 0.0f) return 0;
     constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest even
     const float r = std::min(127.0f, std::max(-127.0f, (v * inv + kRound) - kRound));
     return static_cast<int8_t>(static_cast<int32_t>(r));
@@ -104,12 +105,7 @@ Int8Quantizer make_quantizer(Load load, uint32_t n) {
     m = a > m ? a : m;
   }
   Int8Quantizer qz;
-  if (m > 0.0f && m <= std::numeric_limits<float>::max()) {
-    qz.scale = m / 127.0f;
-    qz.inv = 127.0f / m;
-  } else if (m != 0.0f) {
-    qz.scale = std::numeric_limits<float>::quiet_NaN();  // an infinite activation: every output NaN
-  }
+  detail::int8_scale(m, &qz.scale, &qz.inv);  // inv = 0 when not finite and positive: every q is 0
   return qz;
 }
 
@@ -145,9 +141,11 @@ void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
 }
 
 // Token 0's int8 quantization followed by kTailPadCols zero bytes; returns s.
-float prepare_padded_i8(const ActivationsView& x, uint32_t cols, float* xs) {
+float prepare_padded_i8(const TernaryGemvKernels& k, const ActivationsView& x, uint32_t cols, float* xs) {
   auto* dst = reinterpret_cast<int8_t*>(xs);
-  const float s = quantize_activations_int8(x, 0, cols, dst);
+  const float s = k.quantize_i8 != nullptr && x.type == ActivationType::kF32
+                      ? k.quantize_i8(static_cast<const float*>(x.data), cols, dst)
+                      : quantize_activations_int8(x, 0, cols, dst);
   std::fill(dst + cols, dst + cols + detail::kTailPadCols, int8_t{0});
   return s;
 }
@@ -342,7 +340,7 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
       prepare_padded_bf16(x, w.cols, xs);
       break;
     case XLayout::kPaddedI8:
-      args.x_scale = prepare_padded_i8(x, w.cols, xs);
+      args.x_scale = prepare_padded_i8(kernels, x, w.cols, xs);
       break;
     case XLayout::kDoubled:
       prepare_doubled(x, w.cols, args.batch_stride, qz, xs);

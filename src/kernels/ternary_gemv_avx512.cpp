@@ -282,6 +282,35 @@ void gemv_i8_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_beg
   lockstep_rows<5>(a, PermI8(a), row_begin, row_end);
 }
 
+float quantize_i8_f32_avx512(const float* x, uint32_t n, int8_t* q) {
+  // Pass 1: m = max |x| (exact, order-independent).
+  __m512 vm = _mm512_setzero_ps();
+  uint32_t c = 0;
+  for (; c + 16 <= n; c += 16) vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_loadu_ps(x + c)));
+  if (c < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - c)) - 1);
+    vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + c)));
+  }
+  const float m = _mm512_reduce_max_ps(vm);
+  float scale = 0.0f, inv = 0.0f;
+  if (!int8_scale(m, &scale, &inv)) {
+    std::fill(q, q + n, int8_t{0});
+    return scale;
+  }
+  // Pass 2: q = nearest-even(x * inv) clamped to +-127; max/min with the
+  // constant second turn a NaN into -127 as the scalar definition does.
+  const __m512 vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  auto quantize = [&](__m512 v) {
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, vinv), lo), hi)));
+  };
+  for (c = 0; c + 16 <= n; c += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c), quantize(_mm512_loadu_ps(x + c)));
+  if (c < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - c)) - 1);
+    _mm_mask_storeu_epi8(q + c, tail, quantize(_mm512_maskz_loadu_ps(tail, x + c)));
+  }
+  return scale;
+}
+
 void gemv_f32_ternary_dict_masks_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   lockstep_rows<4>(a, Masks(a), row_begin, row_end);
 }

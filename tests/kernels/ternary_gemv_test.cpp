@@ -268,6 +268,50 @@ TEST(TernaryGemv, Int8QuantizationFollowsItsDefinition) {
   for (uint32_t c = 0; c < 40; ++c) EXPECT_EQ(q[c], 0);
 }
 
+TEST(TernaryGemv, FastInt8QuantizersMatchTheDefinitionBitForBit) {
+  // Every table's quantize_i8 against quantize_activations_int8: the tie and
+  // boundary values above, random vectors of every length 1..70 (vector tails),
+  // a NaN (defined as -127), an infinity (scale NaN, codes 0) and all zeros.
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<float>> inputs;
+  for (uint32_t n = 1; n <= 70; ++n) {
+    std::vector<float> x(n);
+    for (float& v : x) v = std::ldexp(nd(rng), static_cast<int>(rng() % 9) - 4);
+    inputs.push_back(x);
+  }
+  std::vector<float> ties;
+  for (int k = -127; k <= 127; ++k) ties.push_back((static_cast<float>(k) + 0.5f) * (2.0f / 127.0f));
+  ties.push_back(2.0f);
+  inputs.push_back(ties);
+  std::vector<float> with_nan = inputs[40];
+  with_nan[17] = std::numeric_limits<float>::quiet_NaN();
+  inputs.push_back(with_nan);
+  std::vector<float> with_inf = inputs[30];
+  with_inf[3] = -std::numeric_limits<float>::infinity();
+  inputs.push_back(with_inf);
+  inputs.push_back(std::vector<float>(33, 0.0f));
+  size_t checked = 0;
+  for (Isa isa : testing::supported_isas()) {
+    const TernaryGemvKernels& k = ternary_gemv_kernels(isa);
+    if (k.quantize_i8 == nullptr) continue;
+    for (const std::vector<float>& x : inputs) {
+      const auto n = static_cast<uint32_t>(x.size());
+      std::vector<int8_t> want(n + 1, 55), got(n + 1, 55);
+      const float s_want = quantize_activations_int8(ActivationsView::f32(x.data(), 1, n), 0, n, want.data());
+      const float s_got = k.quantize_i8(x.data(), n, got.data());
+      if (std::isnan(s_want)) {
+        EXPECT_TRUE(std::isnan(s_got)) << isa_name(isa) << " n " << n;
+      } else {
+        EXPECT_EQ(s_got, s_want) << isa_name(isa) << " n " << n;
+      }
+      EXPECT_EQ(got, want) << isa_name(isa) << " n " << n;  // including the untouched byte past n
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no ISA table with a fast int8 quantizer on this CPU";
+}
+
 TEST(TernaryGemv, Int8ErrorAgainstExactActivationsWithinDocumentedBound) {
   // |y_r - (W x)_r| <= (s / 2) (|w_max| n_max + |w_min| n_min) + float rounding,
   // for the exact x; and the bound is not vacuous (the error is nonzero and a

@@ -90,6 +90,9 @@ struct TernaryGemvKernels {
   // the quantized activations s q take the f32 gemv paths). Layout kPaddedI8.
   const char* gemv_i8_name = nullptr;
   TernaryRowsFn gemv_i8 = nullptr;
+  // The kInt8 quantization of one token of f32 activations, exactly as
+  // quantize_activations_int8 (may be null: then that scalar definition runs).
+  float (*quantize_i8)(const float* x, uint32_t n, int8_t* q) = nullptr;
 };
 
 // The table of one ISA. The caller must make sure the CPU supports it
