@@ -55,9 +55,6 @@ namespace {
 // exist (not past the end of the code array); what remains past `steps` runs
 // row by row.
 //
-// The last row_end - row_begin mod R rows run as one smaller lockstep group
-// (R - 1, then fewer), not one at a time.
-//
 // K provides Cursor (per-row state), start(), step(Cursor&, code) and
 // finish(const Cursor&, row).
 template <int R, typename K>
@@ -89,11 +86,7 @@ void lockstep_rows(const TernaryGemmArgs& a, const K& k, uint32_t row_begin, uin
        ...);
     }(std::make_index_sequence<R>{});
   }
-  if constexpr (R > 1) {
-    if (r < row_end) lockstep_rows<R - 1>(a, k, r, row_end);
-  } else {
-    for (; r < row_end; ++r) run_rest(k.start(), w.codes + w.row_offsets[r], r);
-  }
+  for (; r < row_end; ++r) run_rest(k.start(), w.codes + w.row_offsets[r], r);
 }
 
 inline constexpr int kGemvRows = 6;
