@@ -125,41 +125,50 @@ TEST(CompressedLinear, TernaryOpEveryIsaTokenCountAndPool) {
   EXPECT_FALSE(make_ternary_dict_linear(ternary::PackedTernaryMatrix(), nullptr).is_ok());
 }
 
-TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
-  // ExecutionMode::kFusedBf16's ops: the product of the decoded weights with the
-  // inputs rounded to bf16 (and measurably not with the f32 inputs), every ISA,
-  // token counts across the chunking, with and without a pool.
-  EXPECT_EQ(execution_activations(ExecutionMode::kFusedBf16), kernels::ActivationType::kBF16);
-  EXPECT_EQ(execution_activations(ExecutionMode::kFused), kernels::ActivationType::kF32);
+// The ternary and int ops of one execution mode: the product of the decoded
+// weights with the inputs as the mode rounds them, every ISA, token counts
+// across the chunking, with and without a pool; and measurably not the product
+// with the unrounded inputs. Seeds: the weights' (and seed + 1 for the int
+// matrix), the tokens' (seed_x + n, seed_x + 100 + n) and the last check's.
+struct RoundingCase {
+  kernels::ActivationType type;
+  kernels::ActivationQuant quant;
+  Inputs inputs;
+  const char* describe;
+  uint32_t seed, seed_x, seed_last;
+};
+
+void expect_ops_round_their_inputs(const RoundingCase& rc) {
   ThreadPool pool(2);
   auto dict = ternary::build_dictionary(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0);
   ASSERT_TRUE(dict.is_ok());
   auto cb = TernaryCodebook::create(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0, dict->entry_span());
   ASSERT_TRUE(cb.is_ok());
   const uint32_t rows = 150, cols = 610;
-  auto grid = ternary::round_to_ternary_grid(random_weights(size_t{rows} * cols, 11), rows, cols);
+  auto grid = ternary::round_to_ternary_grid(random_weights(size_t{rows} * cols, rc.seed), rows, cols);
   ASSERT_TRUE(grid.is_ok());
-  const intn::PackedIntMatrix im = int_matrix(rows, cols, 4, 128, 12);
+  const intn::PackedIntMatrix im = int_matrix(rows, cols, 4, 128, rc.seed + 1);
   for (Isa isa : isas()) {
     auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
     ASSERT_TRUE(packed.is_ok());
     const std::vector<float> tdense = *ternary::decode_to_float(packed->view());
-    auto top = make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::ternary_gemv_kernels(isa),
-                                        kernels::ActivationType::kBF16);
+    auto top = make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::ternary_gemv_kernels(isa), rc.type,
+                                        rc.quant);
     ASSERT_TRUE(top.is_ok());
-    EXPECT_NE((*top)->describe().find("bf16 activations"), std::string::npos) << (*top)->describe();
+    EXPECT_NE((*top)->describe().find(rc.describe), std::string::npos) << (*top)->describe();
     auto iop = make_int_linear(std::move(intn::PackedIntMatrix::from_parts(rows, cols, 4, 128, im.qweight(), im.scales(), im.zeros())).value(),
-                               kernels::int_gemv_kernels(isa), kernels::ActivationType::kBF16);
+                               kernels::int_gemv_kernels(isa), rc.type, rc.quant);
     ASSERT_TRUE(iop.is_ok());
+    EXPECT_NE((*iop)->describe().find(rc.describe), std::string::npos) << (*iop)->describe();
     const std::vector<float> idense = *intn::decode_int_to_float(im.view());
     for (size_t n : {1, 2, 64, 70})
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 100), Inputs::kBf16);
-        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 200), Inputs::kBf16);
+        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + rc.seed_x), rc.inputs);
+        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + rc.seed_x + 100), rc.inputs);
       }
     // The rounding is real: against the unrounded inputs the batch-1 output is
     // off by far more than the summation bound.
-    const std::vector<float> x = random_weights(cols, 5);
+    const std::vector<float> x = random_weights(cols, rc.seed_last);
     std::vector<float> y(rows);
     (*top)->forward(x.data(), 1, y.data(), nullptr);
     double worst = 0;
@@ -172,15 +181,22 @@ TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
   }
 }
 
+TEST(CompressedLinear, Bf16ActivationOpsRoundTheirInputs) {
+  // ExecutionMode::kFusedBf16's ops round their inputs to bf16.
+  EXPECT_EQ(execution_activations(ExecutionMode::kFusedBf16), kernels::ActivationType::kBF16);
+  EXPECT_EQ(execution_activations(ExecutionMode::kFused), kernels::ActivationType::kF32);
+  expect_ops_round_their_inputs({kernels::ActivationType::kBF16, kernels::ActivationQuant::kExact, Inputs::kBf16,
+                                 "bf16 activations", 11, 100, 5});
+}
+
 TEST(CompressedLinear, Int8ActivationOpsQuantizeTheirInputs) {
-  // ExecutionMode::kFusedInt8's ops: the product of the decoded weights with the
-  // inputs' int8 quantization s q, every ISA, token counts across the chunking,
-  // with and without a pool; measurably not the product with the f32 inputs.
+  // ExecutionMode::kFusedInt8's ops multiply the inputs' int8 quantization s q.
   EXPECT_EQ(execution_quant(ExecutionMode::kFusedInt8), kernels::ActivationQuant::kInt8);
   EXPECT_EQ(execution_activations(ExecutionMode::kFusedInt8), kernels::ActivationType::kF32);
   EXPECT_EQ(execution_quant(ExecutionMode::kFused), kernels::ActivationQuant::kExact);
   EXPECT_EQ(execution_quant(ExecutionMode::kFusedBf16), kernels::ActivationQuant::kExact);
-  ThreadPool pool(2);
+  expect_ops_round_their_inputs({kernels::ActivationType::kF32, kernels::ActivationQuant::kInt8, Inputs::kInt8,
+                                 "int8 activations", 21, 300, 6});
   auto dict = ternary::build_dictionary(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0);
   ASSERT_TRUE(dict.is_ok());
   auto cb = TernaryCodebook::create(ternary::DictKind::kQmoe, ternary::kQmoeDefaultP0, dict->entry_span());
@@ -188,37 +204,6 @@ TEST(CompressedLinear, Int8ActivationOpsQuantizeTheirInputs) {
   const uint32_t rows = 150, cols = 610;
   auto grid = ternary::round_to_ternary_grid(random_weights(size_t{rows} * cols, 21), rows, cols);
   ASSERT_TRUE(grid.is_ok());
-  const intn::PackedIntMatrix im = int_matrix(rows, cols, 4, 128, 22);
-  for (Isa isa : isas()) {
-    auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
-    ASSERT_TRUE(packed.is_ok());
-    const std::vector<float> tdense = *ternary::decode_to_float(packed->view());
-    auto top = make_ternary_dict_linear(std::move(packed).value(), *cb, kernels::ternary_gemv_kernels(isa),
-                                        kernels::ActivationType::kF32, kernels::ActivationQuant::kInt8);
-    ASSERT_TRUE(top.is_ok());
-    EXPECT_NE((*top)->describe().find("int8 activations"), std::string::npos) << (*top)->describe();
-    auto iop = make_int_linear(std::move(intn::PackedIntMatrix::from_parts(rows, cols, 4, 128, im.qweight(), im.scales(), im.zeros())).value(),
-                               kernels::int_gemv_kernels(isa), kernels::ActivationType::kF32,
-                               kernels::ActivationQuant::kInt8);
-    ASSERT_TRUE(iop.is_ok());
-    EXPECT_NE((*iop)->describe().find("int8 activations"), std::string::npos) << (*iop)->describe();
-    const std::vector<float> idense = *intn::decode_int_to_float(im.view());
-    for (size_t n : {1, 2, 64, 70})
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        check_op(**top, tdense, n, p, static_cast<uint32_t>(n + 300), Inputs::kInt8);
-        check_op(**iop, idense, n, p, static_cast<uint32_t>(n + 400), Inputs::kInt8);
-      }
-    const std::vector<float> x = random_weights(cols, 6);
-    std::vector<float> y(rows);
-    (*top)->forward(x.data(), 1, y.data(), nullptr);
-    double worst = 0;
-    for (size_t r = 0; r < rows; ++r) {
-      double want = 0;
-      for (size_t c = 0; c < cols; ++c) want += double(tdense[r * cols + c]) * x[c];
-      worst = std::max(worst, std::fabs(y[r] - want));
-    }
-    EXPECT_GT(worst, 1e-4) << isa_name(isa);
-  }
   // bf16 rounding and int8 quantization together are refused.
   auto packed = ternary::encode_ternary(grid->symbols, rows, cols, grid->scales, (*cb)->dictionary());
   ASSERT_TRUE(packed.is_ok());
