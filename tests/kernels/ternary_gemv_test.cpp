@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -106,6 +107,24 @@ size_t check_kernels(const TernaryGemvKernels& k, const testing::DictFixture& fx
   return checked;
 }
 
+// Batch 1 on 53-row matrices of widths around the 28-weight window and the
+// 32-column padding (special rows included), 1..3 threads, each activation
+// type in `types`, seeds counted up from `seed`.
+void check_batch1_widths(const TernaryGemvKernels& k, const testing::DictFixture& fx,
+                         std::initializer_list<ActivationType> types, ActivationQuant quant, uint64_t seed,
+                         const std::string& what) {
+  ThreadPool pool2(2), pool3(3);
+  const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax, RowKind::kAllMin};
+  for (uint32_t cols : {1u, 27u, 28u, 29u, 31u, 32u, 33u, 63u, 500u, 2081u}) {
+    const testing::TestMatrix m = testing::make_test_matrix(fx, 53, cols, 0.885, seed++, special);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      for (ActivationType type : types) {
+        check_kernels(k, fx, m, 1, pool, type, seed++, what + " cols " + std::to_string(cols), quant);
+      }
+    }
+  }
+}
+
 TEST(TernaryGemv, EveryIsaMatchesReferenceDecoderAcrossP0AndShapes) {
   const std::vector<Case> cases = {
       {DictKind::kQmoe, 0.885, 37, 613},   {DictKind::kQmoe, 0.885, 19, 1},    {DictKind::kQmoe, 0.885, 1, 777},
@@ -190,15 +209,7 @@ TEST(TernaryGemv, Bf16ActivationsTakeTheBf16PermuteKernelOnVbmi) {
   EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kBF16), want);
   EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kF32), "gemv_f32_ternary_dict_perm_avx512");
   EXPECT_STREQ(ternary_kernel_name(k, fx.table, 2, ActivationType::kBF16), "gemm_f32_ternary_dict_slots_avx512");
-  ThreadPool pool2(2), pool3(3);
-  uint64_t seed = 300;
-  const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax, RowKind::kAllMin};
-  for (uint32_t cols : {1u, 27u, 28u, 29u, 31u, 32u, 33u, 63u, 500u, 2081u}) {
-    const testing::TestMatrix m = testing::make_test_matrix(fx, 53, cols, 0.885, seed++, special);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      check_kernels(k, fx, m, 1, pool, ActivationType::kBF16, seed++, "bf16 cols " + std::to_string(cols));
-    }
-  }
+  check_batch1_widths(k, fx, {ActivationType::kBF16}, ActivationQuant::kExact, 300, "bf16");
 }
 
 TEST(TernaryGemv, Int8ActivationsTakeTheInt8PermuteKernelOnVbmiVnni) {
@@ -215,17 +226,7 @@ TEST(TernaryGemv, Int8ActivationsTakeTheInt8PermuteKernelOnVbmiVnni) {
   EXPECT_STREQ(ternary_kernel_name(k, fx.table, 1, ActivationType::kBF16, ActivationQuant::kInt8), want);
   EXPECT_STREQ(ternary_kernel_name(k, fx.table, 3, ActivationType::kF32, ActivationQuant::kInt8),
                "gemm_f32_ternary_dict_slots_avx512");
-  ThreadPool pool2(2), pool3(3);
-  uint64_t seed = 700;
-  const std::vector<RowKind> special = {RowKind::kAllZero, RowKind::kAllNonzero, RowKind::kAllMax, RowKind::kAllMin};
-  for (uint32_t cols : {1u, 27u, 28u, 29u, 31u, 32u, 33u, 63u, 500u, 2081u}) {
-    const testing::TestMatrix m = testing::make_test_matrix(fx, 53, cols, 0.885, seed++, special);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      for (ActivationType type : {ActivationType::kF32, ActivationType::kBF16}) {
-        check_kernels(k, fx, m, 1, pool, type, seed++, "int8 cols " + std::to_string(cols), ActivationQuant::kInt8);
-      }
-    }
-  }
+  check_batch1_widths(k, fx, {ActivationType::kF32, ActivationType::kBF16}, ActivationQuant::kInt8, 700, "int8");
 }
 
 TEST(TernaryGemv, Int8QuantizationFollowsItsDefinition) {
