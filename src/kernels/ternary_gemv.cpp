@@ -348,11 +348,8 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   }
   args.xs = xs;
 
-  // Rows are independent; blocks of 60 rows are a multiple of every kernel's row
-  // interleave (6, 5 and 4 at batch 1, 4 and 2 for the small-batch kernels), so
-  // no block ends in a partial row group.
-  constexpr size_t kGrain = 60;
-  detail::run_rows(fn, args, w.rows, kGrain, pool);
+  // Rows are independent; threads take blocks of kRowBlock rows.
+  detail::run_rows(fn, args, w.rows, detail::kRowBlock, pool);
   return Status::ok();
 }
 

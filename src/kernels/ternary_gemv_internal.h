@@ -21,6 +21,12 @@ inline constexpr uint32_t kPadCols = 32;
 inline constexpr uint32_t kLockstepTail = 48;
 inline constexpr uint32_t kTailPadCols = kPadCols + 28 * (kLockstepTail + 1);
 
+// Rows per block the driver hands to a thread: a multiple of every kernel's row
+// interleave (6, 5 and 4 at batch 1, 4 and 2 for small batches), so no block
+// ends in a partial lockstep group and a row is computed the same way for any
+// thread count.
+inline constexpr uint32_t kRowBlock = 60;
+
 // Scalar: a straight port of the GPU logic (per codeword, 28 lanes each extract
 // their 2-bit symbol from the dictionary entry and multiply-accumulate the row's
 // level), and a batch kernel that decodes each codeword once for all tokens.

@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
   }
 
   // submoe: dense bf16 and the compressed kernel (qmoe code, p0 0.885) with f32
-  // and bf16 activations.
+  // and bf16 activations, and with the f32 activations quantized to int8 in the
+  // call (as llama.cpp's TQ kernels quantize theirs to q8_K).
   ThreadPool pool(threads);
   const kernels::DenseWorkingSet dense = kernels::make_dense_working_set(
       kernels::DenseType::kBF16, rows, cols, matrices_for(static_cast<size_t>(rows) * cols * 2, llc), 1);
@@ -195,6 +196,12 @@ int main(int argc, char** argv) {
                      },
                      {}});
   }
+  const kernels::ActivationsView xf = kernels::ActivationsView::f32(x.data(), 1, cols);
+  timed.push_back({"submoe ternary qmoe, int8 activations", cbpw, ccount, [&, xf](uint32_t i) {
+                     (void)kernels::gemm_ternary_dict(tk, *table, ws->view(i), xf, kernels::OutputView{y.data(), rows},
+                                                      workspace, &pool, kernels::ActivationQuant::kInt8);
+                   },
+                   {}});
 
   // Interleaved rounds: every kernel once per round, 3 untimed rounds first.
   for (uint32_t round = 0; round < iters + 3; ++round) {
