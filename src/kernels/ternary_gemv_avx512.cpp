@@ -283,13 +283,15 @@ void gemv_i8_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_beg
 }
 
 float quantize_i8_f32_avx512(const float* x, uint32_t n, int8_t* q) {
-  // Pass 1: m = max |x| (exact, order-independent).
+  // Pass 1: m = max |x| (exact, order-independent). vmaxps returns its second
+  // operand when either is NaN, so with the running maximum second a NaN
+  // activation is skipped, as in the scalar definition.
   __m512 vm = _mm512_setzero_ps();
   uint32_t c = 0;
-  for (; c + 16 <= n; c += 16) vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_loadu_ps(x + c)));
+  for (; c + 16 <= n; c += 16) vm = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + c)), vm);
   if (c < n) {
     const __mmask16 tail = static_cast<__mmask16>((1u << (n - c)) - 1);
-    vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + c)));
+    vm = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + c)), vm);
   }
   const float m = _mm512_reduce_max_ps(vm);
   float scale = 0.0f, inv = 0.0f;

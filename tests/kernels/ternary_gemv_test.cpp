@@ -288,6 +288,14 @@ TEST(TernaryGemv, FastInt8QuantizersMatchTheDefinitionBitForBit) {
   std::vector<float> with_nan = inputs[40];
   with_nan[17] = std::numeric_limits<float>::quiet_NaN();
   inputs.push_back(with_nan);
+  for (uint32_t pos = 0; pos < 40; ++pos) {  // a NaN at every position of full vectors and of the tail
+    std::vector<float> x = inputs[39];
+    x[pos] = std::numeric_limits<float>::quiet_NaN();
+    inputs.push_back(x);
+    std::vector<float> mostly_nan(40, std::numeric_limits<float>::quiet_NaN());
+    mostly_nan[pos] = -1.5f;
+    inputs.push_back(mostly_nan);
+  }
   std::vector<float> with_inf = inputs[30];
   with_inf[3] = -std::numeric_limits<float>::infinity();
   inputs.push_back(with_inf);
