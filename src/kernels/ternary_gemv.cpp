@@ -109,14 +109,20 @@ Int8Quantizer make_quantizer(Load load, uint32_t n) {
   return qz;
 }
 
-Int8Quantizer token_quantizer(const ActivationsView& x, uint32_t t, uint32_t n) {
+// fn(load) with load(c) = token t's activation c as f32, the type decided once.
+template <typename Fn>
+auto with_token(const ActivationsView& x, uint32_t t, Fn fn) {
   const size_t base = static_cast<size_t>(t) * x.stride;
   if (x.type == ActivationType::kF32) {
     const float* p = static_cast<const float*>(x.data) + base;
-    return make_quantizer([p](uint32_t c) { return p[c]; }, n);
+    return fn([p](uint32_t c) { return p[c]; });
   }
   const bf16_t* p = static_cast<const bf16_t*>(x.data) + base;
-  return make_quantizer([p](uint32_t c) { return bf16_to_float(p[c]); }, n);
+  return fn([p](uint32_t c) { return bf16_to_float(p[c]); });
+}
+
+Int8Quantizer token_quantizer(const ActivationsView& x, uint32_t t, uint32_t n) {
+  return with_token(x, t, [n](auto load) { return make_quantizer(load, n); });
 }
 
 // Token 0 as f32 (or its kInt8 quantization s q when qz is set) followed by
@@ -227,16 +233,11 @@ const char* activation_quant_name(ActivationQuant q) {
 }
 
 float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q) {
-  const Int8Quantizer qz = token_quantizer(x, token, n);
-  const size_t base = static_cast<size_t>(token) * x.stride;
-  if (x.type == ActivationType::kF32) {
-    const float* p = static_cast<const float*>(x.data) + base;
-    for (uint32_t c = 0; c < n; ++c) q[c] = qz.quantize(p[c]);
-  } else {
-    const bf16_t* p = static_cast<const bf16_t*>(x.data) + base;
-    for (uint32_t c = 0; c < n; ++c) q[c] = qz.quantize(bf16_to_float(p[c]));
-  }
-  return qz.scale;
+  return with_token(x, token, [n, q](auto load) {
+    const Int8Quantizer qz = make_quantizer(load, n);
+    for (uint32_t c = 0; c < n; ++c) q[c] = qz.quantize(load(c));
+    return qz.scale;
+  });
 }
 
 const TernaryGemvKernels& ternary_gemv_kernels(Isa isa) {
