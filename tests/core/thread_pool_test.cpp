@@ -4,22 +4,24 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
 namespace submoe {
 namespace {
 
-TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+// For 1, 2, 3 and 8 threads, n in {0, 1, 7, 64, 1000, 1001} and each grain:
+// split(pool, threads, n, grain, cover) must call cover(b, e) on pieces that
+// together hold every index of [0, n) exactly once.
+template <typename Split>
+void expect_every_index_once(std::initializer_list<size_t> grains, Split split) {
   for (int threads : {1, 2, 3, 8}) {
     ThreadPool pool(threads);
     for (size_t n : {0u, 1u, 7u, 64u, 1000u, 1001u}) {
-      for (size_t grain : {1u, 4u, 32u, 5000u}) {
+      for (size_t grain : grains) {
         std::vector<std::atomic<int>> hits(n);
-        pool.parallel_for(n, grain, [&](size_t b, size_t e, int t) {
-          EXPECT_LT(t, threads);
-          EXPECT_LE(b, e);
-          if (b % grain != 0) ADD_FAILURE() << "chunk start " << b << " not a multiple of grain " << grain;
+        split(pool, threads, n, grain, [&](size_t b, size_t e) {
           for (size_t i = b; i < e; ++i) hits[i]++;
         });
         for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
@@ -28,28 +30,32 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+  expect_every_index_once({1u, 4u, 32u, 5000u}, [](ThreadPool& pool, int threads, size_t n, size_t grain, auto cover) {
+    pool.parallel_for(n, grain, [&](size_t b, size_t e, int t) {
+      EXPECT_LT(t, threads);
+      EXPECT_LE(b, e);
+      if (b % grain != 0) ADD_FAILURE() << "chunk start " << b << " not a multiple of grain " << grain;
+      cover(b, e);
+    });
+  });
+}
+
 TEST(ThreadPool, DynamicParallelForCoversEveryIndexOnceInGrainBlocks) {
-  for (int threads : {1, 2, 3, 8}) {
-    ThreadPool pool(threads);
-    for (size_t n : {0u, 1u, 7u, 64u, 1000u, 1001u}) {
-      for (size_t grain : {1u, 4u, 48u, 5000u}) {
-        std::vector<std::atomic<int>> hits(n);
-        pool.parallel_for_dynamic(n, grain, [&](size_t b, size_t e, int t) {
-          EXPECT_LT(t, threads);
-          EXPECT_LT(b, e);
-          if (threads == 1 || n <= grain) {
-            if (b != 0 || e != n) ADD_FAILURE() << "one thread or one block: expected [0, n), got [" << b << ", " << e << ")";
-          } else {
-            if (b % grain != 0) ADD_FAILURE() << "block start " << b << " not a multiple of grain " << grain;
-            if (e - b > grain) ADD_FAILURE() << "block [" << b << ", " << e << ") longer than grain " << grain;
-            if (e != n && e - b != grain) ADD_FAILURE() << "short block [" << b << ", " << e << ") before the end";
-          }
-          for (size_t i = b; i < e; ++i) hits[i]++;
-        });
-        for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  expect_every_index_once({1u, 4u, 48u, 5000u}, [](ThreadPool& pool, int threads, size_t n, size_t grain, auto cover) {
+    pool.parallel_for_dynamic(n, grain, [&](size_t b, size_t e, int t) {
+      EXPECT_LT(t, threads);
+      EXPECT_LT(b, e);
+      if (threads == 1 || n <= grain) {
+        if (b != 0 || e != n) ADD_FAILURE() << "one thread or one block: expected [0, n), got [" << b << ", " << e << ")";
+      } else {
+        if (b % grain != 0) ADD_FAILURE() << "block start " << b << " not a multiple of grain " << grain;
+        if (e - b > grain) ADD_FAILURE() << "block [" << b << ", " << e << ") longer than grain " << grain;
+        if (e != n && e - b != grain) ADD_FAILURE() << "short block [" << b << ", " << e << ") before the end";
       }
-    }
-  }
+      cover(b, e);
+    });
+  });
 }
 
 TEST(ThreadPool, DynamicParallelForLetsAFastThreadTakeMoreBlocks) {
