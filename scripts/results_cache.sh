@@ -14,7 +14,7 @@ bin=${SUBMOE_BIN:-build/submoe}
 mkdir -p "$work"
 prompt="It was in July, 1805, and the speaker was"
 n=512
-expert_bytes=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ledger']['expert_packed_bytes_without_dictionary'])" "$art/submoe_manifest.json")
+expert_bytes=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ledger']['expert_packed_bytes_without_shared'])" "$art/submoe_manifest.json")
 "$bin" trace record --model "$art" --text data/calib-train-excerpt.txt --ctx 256 --max-tokens 16384 \
   --out "$work/profile.trace" > /dev/null
 "$bin" run --model "$art" --prompt "$prompt" -n $n --ignore-eos --threads 1 --trace-out "$work/gen.trace" --json \

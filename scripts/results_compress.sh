@@ -28,8 +28,10 @@ for c in "${configs[@]}"; do
   set -- $c
   [ -f "$work/$1/model.safetensors" ] && continue
   echo "compress $1" >&2
-  $bin compress --model $model --calib $calib --out "$work/$1" --method "$2" --grid "$3" --code "$4" \
-    --dict-p0 "$5" --threads "$threads" --quiet --json --overwrite > "$work/$1.compress.json"
+  dict=()  # the dictionary options belong to ternary_dict only (an int grid refuses them)
+  [ "$3" = ternary ] && dict=(--code "$4" --dict-p0 "$5")
+  $bin compress --model $model --calib $calib --out "$work/$1" --method "$2" --grid "$3" "${dict[@]}" \
+    --threads "$threads" --quiet --json --overwrite > "$work/$1.compress.json"
 done
 
 # Held-out loss: token-weighted mean over the two held-out texts.

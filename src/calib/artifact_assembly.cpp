@@ -18,22 +18,14 @@ namespace {
 const char* kCopiedFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
                               "generation_config.json", "tokenizer.model", "vocab.json", "merges.txt"};
 
-json quantization_config(const CompressOptions& o, const ternary::TernaryDictionary* dict) {
+json quantization_config(const CompressOptions& o, const AssemblyInputs& in) {
   json q;
   q["quant_method"] = std::string(artifact::kQuantMethod);
   q["format_version"] = artifact::kArtifactFormatVersion;
-  if (o.grid.kind == quant::GridKind::kTernary) {
-    q["experts"] = {{"representation", std::string(artifact::kReprTernaryDict)},
-                    {"code", ternary::dict_kind_name(dict->kind())},
-                    {"p0", dict->p0()},
-                    {"dictionary_tensor", std::string(artifact::kDictionaryTensor)}};
-  } else {
-    q["experts"] = {{"representation", std::string(artifact::kReprInt)},
-                    {"bits", o.grid.bits},
-                    {"group_size", o.grid.group_size}};
-  }
+  q["representations"] = json::array();
+  for (const auto& c : in.codecs) q["representations"].push_back(c->record());
   q["method"] = o.method == QuantMethod::kGptq ? "gptq" : "rtn";
-  q["grid"] = o.grid.name();
+  q["grid"] = in.codecs.size() == 1 ? in.codecs[0]->grid_name() : "mixed";
   q["damp"] = o.damp;
   q["expert_group"] = o.expert_group;
   q["act_order"] = o.act_order;
@@ -68,12 +60,17 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
   const CompressOptions& o = *in.options;
   const DenseSet dense = dense_tensors(*in.source, in.expert_tensor_names);
   io::SafetensorsWriter w;
-  std::vector<uint8_t> dict_bytes;
-  if (in.dictionary) {
-    dict_bytes = dictionary_tensor_bytes(*in.dictionary);
-    SUBMOE_RETURN_IF_ERROR(w.add_borrowed(std::string(artifact::kDictionaryTensor), io::DType::kU64,
-                                          {static_cast<int64_t>(ternary::kDictEntries)}, dict_bytes));
-  }
+  // Shared tensors first (each name once), then dense, then experts (docs/format.md 9.3).
+  std::vector<PackedTensor> shared;
+  std::set<std::string> shared_names;
+  uint64_t shared_bytes = 0;
+  for (const auto& c : in.codecs)
+    for (PackedTensor& t : c->shared_tensors())
+      if (shared_names.insert(t.name).second) {
+        shared_bytes += t.bytes.size();
+        shared.push_back(std::move(t));
+      }
+  for (const PackedTensor& t : shared) SUBMOE_RETURN_IF_ERROR(w.add_borrowed(t.name, t.dtype, t.shape, t.bytes));
   for (const io::TensorView* t : dense.tensors)
     SUBMOE_RETURN_IF_ERROR(w.add_borrowed(t->name, t->dtype, t->shape, t->bytes()));
   std::vector<std::unique_ptr<io::SafetensorsFile>> layer_files;
@@ -87,8 +84,8 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
     layer_files.push_back(std::move(f));
   }
 
-  // Ledger. The dictionary is stored once with the experts and counted with them.
-  const uint64_t expert_bytes = packed_bytes + dict_bytes.size();
+  // Ledger. Shared tensors are stored once with the experts and counted with them.
+  const uint64_t expert_bytes = packed_bytes + shared_bytes;
   summary->expert_bytes = expert_bytes;
   summary->dense_weights = dense.weights;
   summary->dense_bytes = dense.bytes;
@@ -100,10 +97,10 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
   summary->compression_vs_bf16_model = 16.0 / summary->model_bits_per_weight;
   json ledger = {{"expert_weights", summary->expert_weights},
                  {"expert_bytes", expert_bytes},
-                 {"expert_packed_bytes_without_dictionary", packed_bytes},
-                 {"dictionary_bytes", dict_bytes.size()},
+                 {"expert_packed_bytes_without_shared", packed_bytes},
+                 {"shared_tensor_bytes", shared_bytes},
                  {"expert_bits_per_weight", summary->expert_bits_per_weight},
-                 {"expert_bits_per_weight_without_dictionary", ew > 0 ? 8.0 * static_cast<double>(packed_bytes) / ew : 0},
+                 {"expert_bits_per_weight_without_shared", ew > 0 ? 8.0 * static_cast<double>(packed_bytes) / ew : 0},
                  {"dense_weights", dense.weights},
                  {"dense_bytes", dense.bytes},
                  {"model_bits_per_weight", summary->model_bits_per_weight},
@@ -120,7 +117,7 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
   SUBMOE_ASSIGN_OR_RETURN(std::string cfg_text, io::read_file_to_string(o.model_dir + "/config.json"));
   json cfg = json::parse(cfg_text, nullptr, /*allow_exceptions=*/false);
   if (cfg.is_discarded() || !cfg.is_object()) return corrupt_data("'" + o.model_dir + "/config.json' is not a JSON object");
-  cfg["quantization_config"] = quantization_config(o, in.dictionary);
+  cfg["quantization_config"] = quantization_config(o, in);
   SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/config.json", cfg.dump(2) + "\n"));
 
   for (const char* name : kCopiedFiles) {
@@ -133,7 +130,7 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
 
   json manifest = {{"format", "submoe artifact"},
                    {"format_version", artifact::kArtifactFormatVersion},
-                   {"quantization_config", quantization_config(o, in.dictionary)},
+                   {"quantization_config", quantization_config(o, in)},
                    {"provenance", json::parse(in.provenance_json)},
                    {"ledger", ledger}};
   return io::write_file_atomic(o.out_dir + "/" + std::string(artifact::kManifestFile), manifest.dump(2) + "\n");

@@ -8,7 +8,7 @@
 #include "submoe/calib/compress.h"
 #include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
-#include "submoe/codec/ternary_dictionary.h"
+#include "submoe/runtime/representation.h"
 #include "work_dir.h"
 
 namespace submoe::calib::detail {
@@ -18,7 +18,8 @@ struct AssemblyInputs {
   const io::SafetensorsModel* source = nullptr;
   std::vector<std::string> expert_tensor_names;  // source tensors replaced by packed experts
   std::vector<size_t> sparse_layers;
-  const ternary::TernaryDictionary* dictionary = nullptr;  // ternary grids
+  // The representation records, in record order; every expert matrix uses record 0.
+  std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs;
   std::string provenance_json;                             // deterministic
   const WorkDir* work = nullptr;
 };

@@ -42,17 +42,16 @@ Result<std::string> checkpoint_hash(const std::string& model_dir, const io::Safe
   return h.hex_digest();
 }
 
-json job_identity(const CompressOptions& o, const std::string& source_hash, const calib::CalibrationSet& set,
-                  const std::vector<int32_t>& mask) {
+json job_identity(const CompressOptions& o, const runtime::MatrixCodec& codec, const std::string& source_hash,
+                  const calib::CalibrationSet& set, const std::vector<int32_t>& mask) {
   return {{"source_sha256", source_hash},
           {"calibration_sha256", set.text_sha256},
           {"calibration_tokens_sha256", set.tokens_sha256},
           {"samples", set.samples},
           {"seq_len", set.seq_len},
           {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
-          {"grid", o.grid.name()},
-          {"code", o.code},
-          {"dict_p0", o.dict_p0},
+          {"grid", codec.grid_name()},
+          {"representation", codec.record()},
           {"damp", o.damp},
           {"expert_group", o.expert_group},
           {"act_order", o.act_order},
@@ -139,7 +138,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   if (o.expert_group == 0) return invalid_argument("--expert-group must be >= 1");
   if (!(o.damp > 0)) return invalid_argument("--damp must be > 0");
   if (!(o.token_cap_factor >= 1)) return invalid_argument("the token cap factor must be >= 1");
-  SUBMOE_RETURN_IF_ERROR(o.grid.validate(0));
+  SUBMOE_ASSIGN_OR_RETURN(const std::shared_ptr<const runtime::MatrixCodec> codec, runtime::make_codec(o.repr));
 
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir));
   const io::MoeModelConfig& c = model->config();
@@ -148,11 +147,13 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   SUBMOE_ASSIGN_OR_RETURN(auto source, io::SafetensorsModel::open(o.model_dir));
   SUBMOE_ASSIGN_OR_RETURN(std::string source_hash, checkpoint_hash(o.model_dir, *source));
   const size_t H = static_cast<size_t>(c.hidden_size), L = static_cast<size_t>(c.num_hidden_layers);
-  SUBMOE_RETURN_IF_ERROR(o.grid.validate(H).with_context("experts' hidden size"));
-  SUBMOE_RETURN_IF_ERROR(
-      o.grid.validate(static_cast<size_t>(c.moe_intermediate_size)).with_context("experts' intermediate size"));
-  if (o.grid.kind == quant::GridKind::kInt && (o.grid.bits < 2 || o.grid.bits > 4))
-    return invalid_argument("the artifact stores int2, int3 or int4 experts, not int" + std::to_string(o.grid.bits));
+  {
+    const auto h32 = static_cast<uint32_t>(H), i32 = static_cast<uint32_t>(c.moe_intermediate_size);
+    SUBMOE_RETURN_IF_ERROR(codec->check_encodable(i32, h32).with_context("experts' gate/up projections [" +
+                                                                     std::to_string(i32) + ", " + std::to_string(h32) + "]"));
+    SUBMOE_RETURN_IF_ERROR(codec->check_encodable(h32, i32).with_context("experts' down projections [" +
+                                                                     std::to_string(h32) + ", " + std::to_string(i32) + "]"));
+  }
   const size_t tokens = set.samples * set.seq_len;
 
   std::set<int32_t> mask_set(o.mask_token_ids.begin(), o.mask_token_ids.end());
@@ -174,7 +175,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   fs::create_directories(o.out_dir, ec);
   if (ec) return io_error("cannot create '" + o.out_dir + "': " + ec.message());
   detail::WorkDir work(o.out_dir);
-  const std::string job = job_identity(o, source_hash, set, mask_ids).dump(2);
+  const std::string job = job_identity(o, *codec, source_hash, set, mask_ids).dump(2);
   const bool artifact_exists = fs::exists(o.out_dir + "/" + std::string(artifact::kWeightsFile), ec);
   if (work.exists()) {
     if (!o.resume)
@@ -193,7 +194,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
   ThreadPool pool(threads);
   linalg::set_blas_threads(1);  // parallel over experts instead; and deterministic
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<detail::LayerPacker> packer, detail::LayerPacker::create(o));
+  auto packer = std::make_unique<detail::LayerPacker>(std::vector<std::shared_ptr<const runtime::MatrixCodec>>{codec});
 
   std::vector<bool> sparse(L);
   std::vector<size_t> sparse_layers;
@@ -369,7 +370,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
         {"mean", sparse_layers.empty() ? 0.0 : tmean_sum / static_cast<double>(sparse_layers.size())},
         {"max", tmax}}},
       {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
-      {"grid", o.grid.name()},
+      {"grid", codec->grid_name()},
       {"damp", o.damp},
       {"expert_group", o.expert_group},
       {"act_order", o.act_order},
@@ -378,15 +379,15 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
       {"rtn_fallbacks", summary.rtn_fallbacks},
       {"natural_sparsity", summary.natural_sparsity},
       {"layers", layers}};
-  if (const ternary::TernaryDictionary* d = packer->dictionary())
-    provenance["dictionary"] = {{"code", ternary::dict_kind_name(d->kind())}, {"p0", d->p0()}};
+  provenance["representations"] = json::array();
+  for (const auto& codec_k : packer->codecs()) provenance["representations"].push_back(codec_k->record());
 
   detail::AssemblyInputs ai;
   ai.options = &o;
   ai.source = source.get();
   ai.expert_tensor_names = expert_names;
   ai.sparse_layers = sparse_layers;
-  ai.dictionary = packer->dictionary();
+  ai.codecs = packer->codecs();
   ai.provenance_json = provenance.dump();
   ai.work = &work;
   hook();

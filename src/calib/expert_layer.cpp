@@ -26,7 +26,8 @@ struct ExpertTokens {
 struct ExpertWork {
   std::vector<float> w[3];                 // original weights, f32
   std::vector<float> h_in, h_act;          // Hessians of gate/up input and of down input
-  quant::QuantizedMatrix q[3];
+  std::vector<float> w_own[3], h_own[3];   // a rotating encoder's own copies of W and H
+  std::unique_ptr<runtime::MatrixEncoder> enc[3];
   quant::GptqStats stats[3];
 };
 
@@ -62,20 +63,12 @@ void hessian_of(const float* x, size_t H, std::span<const uint32_t> tokens, size
   }
 }
 
-void row_sparsity(const quant::QuantizedMatrix& q, std::vector<double>* out) {
-  const size_t groups = q.groups_per_row();
-  for (size_t r = 0; r < q.rows; ++r) {
+// Fraction of exactly-zero reconstructed weights per row.
+void row_sparsity(const std::vector<float>& w, size_t rows, size_t cols, std::vector<double>* out) {
+  for (size_t r = 0; r < rows; ++r) {
     size_t zeros = 0;
-    for (size_t c = 0; c < q.cols; ++c) {
-      const uint8_t code = q.codes[r * q.cols + c];
-      if (q.grid.kind == quant::GridKind::kTernary) {
-        zeros += code == 0;
-      } else {
-        const size_t g = q.grid.group_size == 0 ? 0 : c / q.grid.group_size;
-        zeros += static_cast<float>(code) == q.zeros[r * groups + g];
-      }
-    }
-    out->push_back(static_cast<double>(zeros) / static_cast<double>(q.cols));
+    for (size_t c = 0; c < cols; ++c) zeros += w[r * cols + c] == 0.0f;
+    out->push_back(static_cast<double>(zeros) / static_cast<double>(cols));
   }
 }
 
@@ -163,6 +156,12 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
                                    proj_name(p) + " (tensor '" + views[p]->name + "') has a non-finite weight");
       }
       if (use_gptq) hessian_of(in.x, H, et[e].hessian, cap, &w.h_in, s.xs);
+      for (int p = 0; p < 3; ++p) {
+        const bool down = p == 2;
+        const auto rows = static_cast<uint32_t>(down ? H : I), cols = static_cast<uint32_t>(down ? I : H);
+        SUBMOE_ASSIGN_OR_RETURN(w.enc[p],
+                                packer.codec(in.layer, e, static_cast<Projection>(p)).make_encoder(rows, cols));
+      }
       return Status::ok();
     };
     auto t_h = std::chrono::steady_clock::now();
@@ -177,16 +176,27 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
           ExpertWork& w = work[i];
           const bool down = p == 2;
           quant::GptqJob j;
-          j.w = w.w[p];
           j.rows = down ? H : I;
           j.cols = down ? I : H;
-          const std::vector<float>& h = down ? w.h_act : w.h_in;
-          if (use_gptq && !et[g0 + i].hessian.empty()) j.h = h;
-          j.out = &w.q[p];
+          const bool with_h = use_gptq && !et[g0 + i].hessian.empty();
+          const std::vector<float>& h_src = down ? w.h_act : w.h_in;
+          if (w.enc[p]->rotates()) {
+            // Coded in other coordinates: the encoder rewrites its own copies
+            // (the original W still feeds down's Hessian).
+            w.w_own[p] = w.w[p];
+            w.h_own[p] = with_h ? h_src : std::vector<float>{};
+            SUBMOE_RETURN_IF_ERROR(w.enc[p]->prepare(w.w_own[p], w.h_own[p]));
+            j.w = w.w_own[p];
+            if (with_h) j.h = w.h_own[p];
+          } else {
+            j.w = w.w[p];
+            if (with_h) j.h = h_src;
+          }
+          j.quantizer = w.enc[p].get();
           jobs.push_back(j);
           who.emplace_back(i, p);
         }
-      Status st = quant::gptq_quantize_group(jobs, options.grid, gopt, pool);
+      Status st = quant::gptq_quantize_group(jobs, gopt, pool);
       if (!st.is_ok()) return st.with_context("layer " + std::to_string(layer) + " experts " + std::to_string(g0) +
                                               ".." + std::to_string(g1 - 1));
       for (size_t j = 0; j < jobs.size(); ++j) work[who[j].first].stats[who[j].second] = jobs[j].stats;
@@ -204,8 +214,8 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
         if (tokens.empty()) return Status::ok();
         std::vector<float> qg, qu;
         if (options.true_sequential) {
-          qg = w.q[0].dequantize();
-          qu = w.q[1].dequantize();
+          qg = w.enc[0]->dequantize();
+          qu = w.enc[1]->dequantize();
         }
         const bool ts = options.true_sequential;
         const DenseExpert ops(ts ? qg : w.w[0], ts ? qu : w.w[1], w.w[2], I, H);
@@ -229,7 +239,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
     std::vector<std::vector<float>> outputs(work.size());
     const auto run_compressed = [&](size_t e, Scratch& s) -> Status {
       ExpertWork& w = work[e - g0];
-      const std::vector<float> wg = w.q[0].dequantize(), wu = w.q[1].dequantize(), wd = w.q[2].dequantize();
+      const std::vector<float> wg = w.enc[0]->dequantize(), wu = w.enc[1]->dequantize(), wd = w.enc[2]->dequantize();
       const DenseExpert ops(wg, wu, wd, I, H);
       const auto& tokens = et[e].tokens;
       std::vector<float>& y = outputs[e - g0];
@@ -258,7 +268,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
     std::vector<std::vector<PackedTensor>> packed(work.size() * 3);
     const auto pack_group = [&](size_t e, Scratch&) -> Status {
       for (int p = 0; p < 3; ++p) {
-        auto r = packer.pack(layer, static_cast<int>(e), static_cast<Projection>(p), work[e - g0].q[p]);
+        auto r = packer.pack(layer, static_cast<int>(e), static_cast<Projection>(p), *work[e - g0].enc[p]);
         if (!r.is_ok())
           return r.status().with_context("packing layer " + std::to_string(layer) + " expert " + std::to_string(e) +
                                          " " + proj_name(p));
@@ -279,8 +289,9 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
                                               std::to_string(g0 + i) + " " + proj_name(p) + ": " +
                                               w.stats[p].fallback_reason);
         }
-        row_sparsity(w.q[p], &sparsity);
-        report->weights += w.q[p].rows * w.q[p].cols;
+        const size_t rows = w.enc[p]->rows(), cols = w.enc[p]->cols();
+        row_sparsity(w.enc[p]->dequantize(), rows, cols, &sparsity);
+        report->weights += rows * cols;
       }
     }
     if (on_expert_done) on_expert_done(g1, E);

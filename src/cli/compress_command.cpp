@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "submoe/calib/compress.h"
+#include "submoe/runtime/representation.h"
 
 namespace submoe::cli {
 namespace {
@@ -15,8 +16,11 @@ namespace {
 struct CompressCli {
   calib::CompressOptions o;
   std::string method = "gptq";
-  std::string grid = "ternary";
-  size_t group_size = 0;
+  std::string grid, repr, code;
+  double bits = 0, dict_p0 = 0;
+  uint32_t group_size = 0;
+  CLI::Option *grid_opt = nullptr, *repr_opt = nullptr, *bits_opt = nullptr, *group_opt = nullptr,
+              *code_opt = nullptr, *p0_opt = nullptr;
   std::vector<int32_t> mask_ids;
   bool no_default_mask = false;
   bool json = false;
@@ -103,6 +107,31 @@ void print_table(const calib::CompressSummary& s) {
               s.peak_rss_mb);
 }
 
+// --repr NAME [--bits R] or the older --grid ternary|int2|int3|int4 spelling.
+Result<runtime::ReprOptions> repr_options(const CompressCli& c) {
+  runtime::ReprOptions r;
+  if (c.grid_opt->count() && c.repr_opt->count())
+    return invalid_argument("--grid and --repr are two spellings of one choice: give one");
+  if (c.grid_opt->count()) {
+    if (c.bits_opt->count()) return invalid_argument("--bits goes with --repr; --grid " + c.grid + " names its bits");
+    if (c.grid == "ternary") {
+      r.name = "ternary_dict";
+    } else if (c.grid == "int2" || c.grid == "int3" || c.grid == "int4") {
+      r.name = "int";
+      r.bits = c.grid[3] - '0';
+    } else {
+      return invalid_argument("unknown grid '" + c.grid + "' (expected ternary, int2, int3 or int4; or use --repr)");
+    }
+  } else {
+    r.name = c.repr_opt->count() ? c.repr : "ternary_dict";
+    if (c.bits_opt->count()) r.bits = c.bits;
+  }
+  if (c.group_opt->count()) r.group_size = c.group_size;
+  if (c.code_opt->count()) r.code = c.code;
+  if (c.p0_opt->count()) r.p0 = c.dict_p0;
+  return r;
+}
+
 Status run_compress(CompressCli& c) {
   if (c.method == "gptq")
     c.o.method = calib::QuantMethod::kGptq;
@@ -110,7 +139,7 @@ Status run_compress(CompressCli& c) {
     c.o.method = calib::QuantMethod::kRtn;
   else
     return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
-  SUBMOE_ASSIGN_OR_RETURN(c.o.grid, quant::parse_grid(c.grid, c.group_size));
+  SUBMOE_ASSIGN_OR_RETURN(c.o.repr, repr_options(c));
   c.o.mask_token_ids = c.mask_ids;
   c.o.default_mask = !c.no_default_mask;
   calib::ProgressFn progress;
@@ -130,7 +159,8 @@ void setup(CLI::App& root) {
       "Compress the routed experts of a Hugging Face MoE checkpoint into a submoe artifact (QMoE pipeline).\n"
       "Calibration text is run through the model layer by layer; each layer's experts are quantized with\n"
       "GPTQ (batched over expert groups) on the hidden states produced by the already compressed layers,\n"
-      "then packed: ternary experts with the sub-1-bit dictionary code, int2/3/4 as packed n-bit codes.\n"
+      "then packed in the chosen representation (--repr): ternary_dict (the sub-1-bit dictionary code, default)\n"
+      "or int (packed 2/3/4-bit codes).\n"
       "Attention, norms, routers, shared experts and embeddings keep their original dtype.\n"
       "Output: OUT/{config.json (with quantization_config), model.safetensors, tokenizer files,\n"
       "submoe_manifest.json (provenance + ledger), compress_report.json (timings)}. Progress is\n"
@@ -142,14 +172,18 @@ void setup(CLI::App& root) {
   cmd->add_option("--out", c->o.out_dir, "artifact directory to write")->required();
   cmd->add_option("--method", c->method, "gptq (Hessian-aware, default) or rtn (round to nearest)")
       ->capture_default_str();
-  cmd->add_option("--grid", c->grid, "ternary (QMoE per-row {min,0,max}), int2, int3 or int4 (asymmetric)")
-      ->capture_default_str();
-  cmd->add_option("--group-size", c->group_size, "int grids: columns per scale group (32, 64, 128); 0 = per row")
-      ->capture_default_str();
-  cmd->add_option("--code", c->o.code, "ternary dictionary code: qmoe (research-compatible) or tunstall")
-      ->capture_default_str();
-  cmd->add_option("--dict-p0", c->o.dict_p0, "zero probability the ternary dictionary is built for")
-      ->capture_default_str();
+  std::string repr_help = "representation of the routed experts (default ternary_dict); registered:";
+  for (const runtime::Representation* r : runtime::representations()) repr_help += "\n  " + std::string(r->help());
+  c->repr_opt = cmd->add_option("--repr", c->repr, repr_help);
+  c->bits_opt = cmd->add_option("--bits", c->bits, "bits per weight of the representation (int: 2, 3 or 4)");
+  c->grid_opt = cmd->add_option("--grid", c->grid,
+                                "older spelling: ternary (= --repr ternary_dict) or int2|int3|int4 (= --repr int --bits N)");
+  c->group_opt = cmd->add_option("--group-size", c->group_size,
+                                 "int: columns per scale group (32, 64, 128); 0 = per row (default)");
+  c->code_opt = cmd->add_option("--code", c->code,
+                                "ternary_dict: dictionary code, qmoe (research-compatible, default) or tunstall");
+  c->p0_opt = cmd->add_option("--dict-p0", c->dict_p0,
+                              "ternary_dict: zero probability the dictionary is built for (default 0.885)");
   cmd->add_option("--samples", c->o.samples, "calibration samples (windows of --seq-len tokens, evenly spread)")
       ->capture_default_str();
   cmd->add_option("--seq-len", c->o.seq_len, "tokens per calibration sample")->capture_default_str();

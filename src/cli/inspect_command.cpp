@@ -37,7 +37,7 @@ struct Inspection {
   // Compressed artifacts only.
   std::shared_ptr<const runtime::Artifact> artifact;
   int64_t expert_matrices = 0, expert_weights = 0;
-  uint64_t expert_packed_bytes = 0, dictionary_bytes = 0;
+  uint64_t expert_packed_bytes = 0, dictionary_bytes = 0;  // shared tensors (dictionaries, codebooks)
   nlohmann::ordered_json ledger;  // submoe_manifest.json "ledger"; null when absent
 };
 
@@ -54,8 +54,7 @@ Status load_artifact(const std::string& dir, Inspection* in) {
       in->expert_weights += 3 * static_cast<int64_t>(a.expert_hidden()) * a.expert_inner();
     }
   }
-  if (a.quantization().representation == runtime::ExpertRepresentation::kTernaryDict)
-    in->dictionary_bytes = a.tensors()->find(a.quantization().dictionary_tensor)->nbytes;
+  in->dictionary_bytes = a.shared_tensor_bytes();
   const fs::path manifest = fs::path(dir) / artifact::kManifestFile;
   std::error_code ec;
   if (!fs::exists(manifest, ec)) return Status::ok();
@@ -168,20 +167,14 @@ void print_json(const Inspection& in, const InspectOptions& opt) {
     const runtime::QuantizationConfig& q = in.artifact->quantization();
     nlohmann::ordered_json qj;
     qj["format_version"] = q.format_version;
-    qj["summary"] = q.summary();
-    qj["representation"] = runtime::representation_name(q.representation);
-    if (q.representation == runtime::ExpertRepresentation::kTernaryDict) {
-      qj["code"] = ternary::dict_kind_name(q.code);
-      qj["p0"] = q.p0;
-      qj["dictionary_tensor"] = q.dictionary_tensor;
-    } else {
-      qj["bits"] = q.bits;
-      qj["group_size"] = q.group_size;
-    }
+    qj["summary"] = in.artifact->summary();
+    nlohmann::ordered_json records = nlohmann::ordered_json::array();
+    for (const auto& c : in.artifact->codecs()) records.push_back(nlohmann::ordered_json::parse(c->record().dump()));
+    qj["representations"] = std::move(records);
     qj["expert_matrices"] = in.expert_matrices;
     qj["expert_weights"] = in.expert_weights;
     qj["expert_packed_bytes"] = in.expert_packed_bytes;
-    qj["dictionary_bytes"] = in.dictionary_bytes;
+    qj["shared_tensor_bytes"] = in.dictionary_bytes;
     qj["expert_packed_bits_per_weight"] =
         in.expert_weights ? 8.0 * static_cast<double>(in.expert_packed_bytes) / static_cast<double>(in.expert_weights) : 0.0;
     j["quantization"] = std::move(qj);
@@ -253,10 +246,10 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
     std::snprintf(bpw, sizeof bpw, "%.3f", in.expert_weights ? 8.0 * static_cast<double>(in.expert_packed_bytes) /
                                                                    static_cast<double>(in.expert_weights)
                                                              : 0.0);
-    std::cout << "quantization:  submoe artifact, format " << q.format_version << ": " << q.summary() << "\n"
+    std::cout << "quantization:  submoe artifact, format " << q.format_version << ": " << in.artifact->summary() << "\n"
               << "experts:       " << in.expert_matrices << " packed matrices, " << human_count(in.expert_weights)
               << " weights in " << human_bytes(in.expert_packed_bytes) << " = " << bpw << " bits/weight";
-    if (in.dictionary_bytes) std::cout << " (+ dictionary " << human_bytes(in.dictionary_bytes) << ")";
+    if (in.dictionary_bytes) std::cout << " (+ shared tensors " << human_bytes(in.dictionary_bytes) << ")";
     std::cout << "\n               (the parameter counts above count the packed experts' stored elements)\n";
     if (in.ledger.is_object()) {
       std::cout << "ledger:        (" << artifact::kManifestFile << ")\n";
@@ -292,9 +285,10 @@ void setup_inspect(CLI::App& root) {
       "A compressed artifact (config.json with a submoe quantization_config) is also opened and\n"
       "checked as the runtime loads it; the text adds its quantization summary, the packed experts'\n"
       "size and bits per weight (measured from the file), and the ledger of submoe_manifest.json\n"
-      "when present; JSON adds quantization{format_version, summary, representation, code/p0/\n"
-      "dictionary_tensor or bits/group_size, expert_matrices, expert_weights, expert_packed_bytes,\n"
-      "dictionary_bytes, expert_packed_bits_per_weight} and ledger (both null for a checkpoint).");
+      "when present; JSON adds quantization{format_version, summary, representations (the records:\n"
+      "representation name and parameters), expert_matrices, expert_weights, expert_packed_bytes,\n"
+      "shared_tensor_bytes (dictionaries, codebooks), expert_packed_bits_per_weight} and ledger (both\n"
+      "null for a checkpoint).");
   cmd->add_option("PATH", opt->path, "Model directory, index .json or .safetensors file")->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object instead of text (default: text)");
   cmd->add_flag("--no-tensors", opt->no_tensors, "Omit the per-tensor list (default: list every tensor)");

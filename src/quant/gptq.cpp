@@ -25,91 +25,62 @@ Status check_shapes(std::span<const float> w, size_t rows, size_t cols, std::spa
   return Status::ok();
 }
 
-// Prepares `out` and the per-row state that does not depend on GPTQ's updates:
-// ternary levels (from the original weights) and per-row int parameters.
-void init_output(std::span<const float> w, size_t rows, size_t cols, const GridSpec& grid, QuantizedMatrix* out) {
-  out->grid = grid;
-  out->rows = rows;
-  out->cols = cols;
-  out->codes.assign(rows * cols, 0);
-  out->ternary_scales.clear();
-  out->scales.clear();
-  out->zeros.clear();
-  const size_t groups = out->groups_per_row();
-  if (grid.kind == GridKind::kTernary) {
-    out->ternary_scales.resize(rows);
-    for (size_t r = 0; r < rows; ++r) out->ternary_scales[r] = ternary::ternary_row_scales(w.subspan(r * cols, cols));
-  } else {
-    out->scales.assign(rows * groups, 1.0f);
-    out->zeros.assign(rows * groups, 0.0f);
-    if (grid.group_size == 0) {
-      for (size_t r = 0; r < rows; ++r) {
-        const IntGroupParams p = fit_int_group(w.subspan(r * cols, cols), grid.bits);
-        out->scales[r] = p.scale;
-        out->zeros[r] = p.zero;
-      }
-    }
-  }
+Status check_quantizer(const BlockQuantizer& q, size_t rows, size_t cols) {
+  if (q.rows() != rows || q.cols() != cols)
+    return invalid_argument("quantizer is for a " + std::to_string(q.rows()) + " x " + std::to_string(q.cols()) +
+                            " matrix, the weights are " + std::to_string(rows) + " x " + std::to_string(cols));
+  const size_t d = q.block_width(), g = q.group_width();
+  if (d == 0 || cols % d != 0)
+    return invalid_argument("quantizer block width " + std::to_string(d) + " does not divide " + std::to_string(cols) +
+                            " columns");
+  if (g != 0 && (g % d != 0 || cols % g != 0))
+    return invalid_argument("quantizer group width " + std::to_string(g) + " is not a multiple of its block width " +
+                            std::to_string(d) + " dividing " + std::to_string(cols) + " columns");
+  return Status::ok();
 }
 
-// Quantizes value x at (row, col) and returns the reconstructed value. For grouped
-// int grids the group's parameters are fitted from `row_values` (current values of
-// the row) when col is the group's first column.
-inline float quantize_at(QuantizedMatrix* out, size_t row, size_t col, float x, const float* row_values) {
-  const GridSpec& g = out->grid;
-  uint8_t& code = out->codes[row * out->cols + col];
-  if (g.kind == GridKind::kTernary) {
-    const ternary::RowScales s = out->ternary_scales[row];
-    code = ternary::ternary_symbol(x, bf16_to_float(s.w_min), bf16_to_float(s.w_max));
-    return ternary::ternary_level(code, s);
-  }
-  const size_t groups = out->groups_per_row();
-  const size_t gi = g.group_size == 0 ? 0 : col / g.group_size;
-  if (g.group_size != 0 && col % g.group_size == 0) {
-    const IntGroupParams p = fit_int_group({row_values + col, g.group_size}, g.bits);
-    out->scales[row * groups + gi] = p.scale;
-    out->zeros[row * groups + gi] = p.zero;
-  }
-  const IntGroupParams p{out->scales[row * groups + gi], out->zeros[row * groups + gi]};
-  code = quantize_int(x, p, g.bits);
-  return dequantize_int(code, p);
+void begin_rows(std::span<const float> w, size_t rows, size_t cols, BlockQuantizer& q) {
+  for (size_t r = 0; r < rows; ++r) q.begin_row(r, w.subspan(r * cols, cols));
 }
 
-void rtn_into(std::span<const float> w, size_t rows, size_t cols, QuantizedMatrix* out) {
+void rtn_into(std::span<const float> w, size_t rows, size_t cols, BlockQuantizer& q) {
+  const size_t d = q.block_width(), g = q.group_width();
+  std::vector<float> rec(d);
   for (size_t r = 0; r < rows; ++r) {
-    const float* row = w.data() + r * cols;
-    for (size_t c = 0; c < cols; ++c) quantize_at(out, r, c, row[c], row);
+    const std::span<const float> row = w.subspan(r * cols, cols);
+    q.begin_row(r, row);
+    for (size_t c = 0; c < cols; c += d) {
+      if (g != 0 && c % g == 0) q.begin_group(r, c, row.subspan(c, g));
+      q.quantize(r, c, row.data() + c, rec.data());
+    }
   }
 }
 
 }  // namespace
 
-Result<QuantizedMatrix> rtn_quantize(std::span<const float> w, size_t rows, size_t cols, const GridSpec& grid) {
+Status rtn_quantize(std::span<const float> w, size_t rows, size_t cols, BlockQuantizer& quantizer) {
   SUBMOE_RETURN_IF_ERROR(check_shapes(w, rows, cols, {}));
-  SUBMOE_RETURN_IF_ERROR(grid.validate(cols));
+  SUBMOE_RETURN_IF_ERROR(check_quantizer(quantizer, rows, cols));
   SUBMOE_RETURN_IF_ERROR(check_finite(w, "weight"));
-  QuantizedMatrix out;
-  init_output(w, rows, cols, grid, &out);
-  rtn_into(w, rows, cols, &out);
-  return out;
+  rtn_into(w, rows, cols, quantizer);
+  return Status::ok();
 }
 
 Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t cols, std::span<const float> h_in,
-                                const GridSpec& grid, const GptqOptions& options, QuantizedMatrix* out,
-                                ThreadPool* pool) {
+                                BlockQuantizer& quantizer, const GptqOptions& options, ThreadPool* pool) {
   SUBMOE_RETURN_IF_ERROR(check_shapes(w_in, rows, cols, h_in));
-  SUBMOE_RETURN_IF_ERROR(grid.validate(cols));
+  SUBMOE_RETURN_IF_ERROR(check_quantizer(quantizer, rows, cols));
   SUBMOE_RETURN_IF_ERROR(check_finite(w_in, "weight"));
   SUBMOE_RETURN_IF_ERROR(check_finite(h_in, "Hessian"));
-  if (options.act_order && grid.group_size != 0) {
-    return invalid_argument("act-order is supported with per-row grids only");
+  const size_t d = quantizer.block_width(), g = quantizer.group_width();
+  if (options.act_order && (g != 0 || d != 1)) {
+    return invalid_argument("act-order is supported with per-row scalar grids only");
   }
   GptqStats stats;
-  init_output(w_in, rows, cols, grid, out);
   if (h_in.empty()) {
     stats.rtn_fallback = true;
     stats.fallback_reason = "no calibration inputs";
-    rtn_into(w_in, rows, cols, out);
+    rtn_into(w_in, rows, cols, quantizer);
     return stats;
   }
 
@@ -145,15 +116,15 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
     // Detected numerically by the factorization, not from message text.
     stats.rtn_fallback = true;
     stats.fallback_reason = factor.message();
-    init_output(w_in, rows, cols, grid, out);
-    rtn_into(w_in, rows, cols, out);
+    rtn_into(w_in, rows, cols, quantizer);
     return stats;
   }
 
-  // Codes are produced in permuted column order into a scratch matrix and put back at the end.
-  QuantizedMatrix permuted = *out;
+  // Row state from the original weights (ternary levels, per-row int grids).
+  begin_rows(w_in, rows, cols, quantizer);
+  const size_t unit = g != 0 ? g : d;
   size_t block = std::max<size_t>(1, options.block_size);
-  if (grid.group_size != 0) block = (block + grid.group_size - 1) / grid.group_size * grid.group_size;
+  block = (block + unit - 1) / unit * unit;
   std::vector<float> err(rows * block);
   std::vector<double> row_loss(rows, 0.0);
 
@@ -161,19 +132,26 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
     const size_t b1 = std::min(cols, b0 + block);
     const size_t nb = b1 - b0;
     auto process_rows = [&](size_t r_begin, size_t r_end, int) {
+      std::vector<float> rec(d), e(d);
       for (size_t r = r_begin; r < r_end; ++r) {
         float* row = w.data() + r * cols;
         float* row_err = err.data() + r * block;
         double loss = 0.0;
-        for (size_t i = b0; i < b1; ++i) {
-          const float x = row[i];
-          const float q = quantize_at(&permuted, r, i, x, row);
-          const float d = u[i * cols + i];
-          const float e = (x - q) / d;
-          loss += 0.5 * static_cast<double>(x - q) * (x - q) / (static_cast<double>(d) * d);
-          const float* ui = u.data() + i * cols;
-          for (size_t j = i + 1; j < b1; ++j) row[j] -= e * ui[j];
-          row_err[i - b0] = e;
+        for (size_t i = b0; i < b1; i += d) {
+          if (g != 0 && i % g == 0) quantizer.begin_group(r, i, {row + i, g});
+          quantizer.quantize(r, perm[i], row + i, rec.data());
+          // e U_FF = (w_F - q_F): forward substitution over the block (U upper).
+          for (size_t k = 0; k < d; ++k) {
+            float v = row[i + k] - rec[k];
+            for (size_t m = 0; m < k; ++m) v -= e[m] * u[(i + m) * cols + i + k];
+            e[k] = v / u[(i + k) * cols + i + k];
+            loss += 0.5 * static_cast<double>(e[k]) * e[k];
+          }
+          for (size_t k = 0; k < d; ++k) {
+            const float* uk = u.data() + (i + k) * cols;
+            for (size_t j = i + d; j < b1; ++j) row[j] -= e[k] * uk[j];
+            row_err[i - b0 + k] = e[k];
+          }
         }
         row_loss[r] += loss;
       }
@@ -190,30 +168,40 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
     }
   }
   stats.proxy_loss = std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
-
-  out->scales = permuted.scales;
-  out->zeros = permuted.zeros;
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out->codes[r * cols + perm[c]] = permuted.codes[r * cols + c];
   return stats;
 }
 
-Status gptq_quantize_group(std::span<GptqJob> jobs, const GridSpec& grid, const GptqOptions& options,
-                           ThreadPool* pool) {
+Result<QuantizedMatrix> rtn_quantize(std::span<const float> w, size_t rows, size_t cols, const GridSpec& grid) {
+  SUBMOE_RETURN_IF_ERROR(grid.validate(cols));
+  QuantizedMatrix out;
+  GridQuantizer q(grid, rows, cols, &out);
+  SUBMOE_RETURN_IF_ERROR(rtn_quantize(w, rows, cols, q));
+  return out;
+}
+
+Result<GptqStats> gptq_quantize(std::span<const float> w, size_t rows, size_t cols, std::span<const float> h,
+                                const GridSpec& grid, const GptqOptions& options, QuantizedMatrix* out,
+                                ThreadPool* pool) {
+  SUBMOE_RETURN_IF_ERROR(grid.validate(cols));
+  GridQuantizer q(grid, rows, cols, out);
+  return gptq_quantize(w, rows, cols, h, q, options, pool);
+}
+
+Status gptq_quantize_group(std::span<GptqJob> jobs, const GptqOptions& options, ThreadPool* pool) {
   std::vector<Status> statuses(jobs.size());
   const int saved_blas_threads = linalg::blas_threads();
   if (pool && pool->num_threads() > 1 && jobs.size() > 1) {
     linalg::set_blas_threads(1);
     pool->parallel_for(jobs.size(), 1, [&](size_t begin, size_t end, int) {
       for (size_t j = begin; j < end; ++j) {
-        auto result = gptq_quantize(jobs[j].w, jobs[j].rows, jobs[j].cols, jobs[j].h, grid, options, jobs[j].out, nullptr);
+        auto result = gptq_quantize(jobs[j].w, jobs[j].rows, jobs[j].cols, jobs[j].h, *jobs[j].quantizer, options, nullptr);
         if (result.is_ok()) jobs[j].stats = result.value(); else statuses[j] = result.status();
       }
     });
     linalg::set_blas_threads(saved_blas_threads);
   } else {
     for (size_t j = 0; j < jobs.size(); ++j) {
-      auto result = gptq_quantize(jobs[j].w, jobs[j].rows, jobs[j].cols, jobs[j].h, grid, options, jobs[j].out, pool);
+      auto result = gptq_quantize(jobs[j].w, jobs[j].rows, jobs[j].cols, jobs[j].h, *jobs[j].quantizer, options, pool);
       if (result.is_ok()) jobs[j].stats = result.value(); else statuses[j] = result.status();
     }
   }

@@ -87,3 +87,57 @@ IntGroupParams fit_int_group(std::span<const float> values, int bits) {
 }
 
 }  // namespace submoe::quant
+
+namespace submoe::quant {
+
+GridQuantizer::GridQuantizer(const GridSpec& grid, size_t rows, size_t cols, QuantizedMatrix* out) : out_(out) {
+  out->grid = grid;
+  out->rows = rows;
+  out->cols = cols;
+  out->codes.assign(rows * cols, 0);
+  out->ternary_scales.clear();
+  out->scales.clear();
+  out->zeros.clear();
+  if (grid.kind == GridKind::kTernary) {
+    out->ternary_scales.resize(rows);
+  } else {
+    out->scales.assign(rows * out->groups_per_row(), 1.0f);
+    out->zeros.assign(rows * out->groups_per_row(), 0.0f);
+  }
+}
+
+void GridQuantizer::begin_row(size_t r, std::span<const float> original) {
+  const GridSpec& g = out_->grid;
+  if (g.kind == GridKind::kTernary) {
+    out_->ternary_scales[r] = ternary::ternary_row_scales(original);
+  } else if (g.group_size == 0) {
+    const IntGroupParams p = fit_int_group(original, g.bits);
+    out_->scales[r] = p.scale;
+    out_->zeros[r] = p.zero;
+  }
+}
+
+void GridQuantizer::begin_group(size_t r, size_t c, std::span<const float> current) {
+  const GridSpec& g = out_->grid;
+  const size_t i = r * out_->groups_per_row() + c / g.group_size;
+  const IntGroupParams p = fit_int_group(current, g.bits);
+  out_->scales[i] = p.scale;
+  out_->zeros[i] = p.zero;
+}
+
+void GridQuantizer::quantize(size_t r, size_t c, const float* values, float* reconstructed) {
+  const GridSpec& g = out_->grid;
+  uint8_t& code = out_->codes[r * out_->cols + c];
+  if (g.kind == GridKind::kTernary) {
+    const ternary::RowScales s = out_->ternary_scales[r];
+    code = ternary::ternary_symbol(values[0], bf16_to_float(s.w_min), bf16_to_float(s.w_max));
+    reconstructed[0] = ternary::ternary_level(code, s);
+    return;
+  }
+  const size_t i = r * out_->groups_per_row() + (g.group_size == 0 ? 0 : c / g.group_size);
+  const IntGroupParams p{out_->scales[i], out_->zeros[i]};
+  code = quantize_int(values[0], p, g.bits);
+  reconstructed[0] = dequantize_int(code, p);
+}
+
+}  // namespace submoe::quant

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <set>
 
-#include "submoe/codec/int_packed.h"
+#include <algorithm>
 #include "submoe/io/file_util.h"
 #include "submoe/runtime/artifact_format.h"
 
@@ -16,72 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using artifact::Projection;
 
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-struct FieldSpec {
-  std::string_view field;
-  io::DType dtype;
-  std::vector<int64_t> shape;  // empty: 1-D of any length (ternary codes)
-};
-
-// The three fields of one projection [rows, cols] in file order.
-std::array<FieldSpec, 3> field_specs(const QuantizationConfig& q, int64_t rows, int64_t cols) {
-  if (q.representation == ExpertRepresentation::kTernaryDict) {
-    return {FieldSpec{artifact::kFieldRowOffsets, io::DType::kI32, {rows + 1}},
-            FieldSpec{artifact::kFieldScales, io::DType::kBF16, {rows, 2}},
-            FieldSpec{artifact::kFieldCodes, io::DType::kU16, {}}};
-  }
-  const auto c = static_cast<uint32_t>(cols);
-  const auto row_bytes = static_cast<int64_t>(intn::int_row_bytes(c, q.bits));
-  const auto groups = static_cast<int64_t>(intn::int_groups_per_row(c, q.group_size));
-  return {FieldSpec{artifact::kFieldQweight, io::DType::kU8, {rows, row_bytes}},
-          FieldSpec{artifact::kFieldScales, io::DType::kF16, {rows, groups}},
-          FieldSpec{artifact::kFieldZeros, io::DType::kU8, {rows, groups}}};
-}
-
-Status check_field(const io::TensorView& t, const FieldSpec& spec) {
-  if (t.dtype != spec.dtype)
-    return corrupt_data("tensor '" + t.name + "' has dtype " + std::string(io::dtype_name(t.dtype)) +
-                        ", the format stores " + std::string(spec.field) + " as " +
-                        std::string(io::dtype_name(spec.dtype)));
-  if (spec.shape.empty()) {  // ternary codes: U16 [n], n even
-    if (t.shape.size() != 1)
-      return corrupt_data("tensor '" + t.name + "' has shape " + t.shape_string() + ", codes must be 1-D");
-    if (t.shape[0] % 2 != 0)
-      return corrupt_data("tensor '" + t.name + "' holds " + std::to_string(t.shape[0]) +
-                          " codewords, the format pads codes to an even count");
-    return Status::ok();
-  }
-  if (t.shape != spec.shape)
-    return corrupt_data("tensor '" + t.name + "' has shape " + t.shape_string() + ", the config implies " +
-                        shape_string(spec.shape));
-  return Status::ok();
-}
-
-Result<std::shared_ptr<const TernaryCodebook>> load_codebook(const io::SafetensorsModel& m, const QuantizationConfig& q) {
-  const io::TensorView* t = m.find(q.dictionary_tensor);
-  if (t == nullptr)
-    return not_found("model.safetensors has no dictionary tensor '" + q.dictionary_tensor +
-                     "' (quantization_config.experts.dictionary_tensor)");
-  const std::vector<int64_t> want = {static_cast<int64_t>(ternary::kDictEntries)};
-  if (t->dtype != io::DType::kU64 || t->shape != want)
-    return corrupt_data("dictionary tensor '" + t->name + "' is " + std::string(io::dtype_name(t->dtype)) + " " +
-                        t->shape_string() + ", the format stores U64 [65536]");
-  std::vector<ternary::DictEntry> entries(ternary::kDictEntries);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    uint64_t v = 0;
-    for (int b = 0; b < 8; ++b) v |= static_cast<uint64_t>(t->data[i * 8 + static_cast<size_t>(b)]) << (8 * b);
-    entries[i].word[0] = static_cast<uint32_t>(v);
-    entries[i].word[1] = static_cast<uint32_t>(v >> 32);
-  }
-  auto cb = TernaryCodebook::create(q.code, q.p0, entries);
-  if (!cb.is_ok()) return cb.status().with_context("dictionary tensor '" + t->name + "'");
-  return cb;
-}
+std::string who(size_t l, size_t e) { return "layer " + std::to_string(l) + " expert " + std::to_string(e); }
 
 }  // namespace
 
@@ -103,16 +38,66 @@ Result<std::shared_ptr<const Artifact>> Artifact::open(const std::string& direct
   const auto version = meta.find("submoe_format_version");
   if (version == meta.end())
     return corrupt_data(weights_path + ": __metadata__ has no submoe_format_version (docs/format.md 9.3)");
-  if (version->second != std::to_string(artifact::kArtifactFormatVersion))
+  if (version->second != std::to_string(a->quant_.format_version))
     return unsupported(weights_path + ": __metadata__ submoe_format_version is '" + version->second +
-                       "', this reader handles " + std::to_string(artifact::kArtifactFormatVersion));
-  if (a->quant_.representation == ExpertRepresentation::kTernaryDict) {
-    auto cb = load_codebook(*a->tensors_, a->quant_);
-    if (!cb.is_ok()) return cb.status().with_context(weights_path);
-    a->codebook_ = std::move(cb).value();
-  }
+                       "', config.json's quantization_config.format_version is " +
+                       std::to_string(a->quant_.format_version));
+  SUBMOE_RETURN_IF_ERROR(a->make_codecs().with_context(config_path));
   SUBMOE_RETURN_IF_ERROR(a->index_experts().with_context(weights_path));
   return std::shared_ptr<const Artifact>(std::move(a));
+}
+
+Status Artifact::make_codecs() {
+  const io::SafetensorsModel& m = *tensors_;
+  const TensorLookup lookup = [&m](std::string_view name) { return m.find(std::string(name)); };
+  std::set<std::string> shared;
+  for (size_t i = 0; i < quant_.representations.size(); ++i) {
+    SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const MatrixCodec> c,
+                            codec_from_record(quant_.representations[i], quant_.record_paths[i], lookup));
+    for (const PackedTensor& t : c->shared_tensors())
+      if (shared.insert(t.name).second) shared_bytes_ += t.bytes.size();
+    codecs_.push_back(std::move(c));
+  }
+  // The provenance grid of a one-codec artifact names that codec's grid
+  // ("int4" is accepted for "int4-g128": early writers left the group out).
+  if (codecs_.size() == 1 && !quant_.grid.empty()) {
+    const std::string g = codecs_[0]->grid_name();
+    if (quant_.grid != g && g.rfind(quant_.grid + "-", 0) != 0)
+      return corrupt_data("quantization_config.grid '" + quant_.grid + "' does not match the representation, " +
+                          codecs_[0]->summary() + " (grid " + g + ")");
+  }
+  const size_t L = static_cast<size_t>(std::max<int64_t>(config_.num_hidden_layers, 0));
+  if (!quant_.expert_matrices.empty()) {
+    if (quant_.expert_matrices.size() != L)
+      return corrupt_data("quantization_config.expert_matrices has " + std::to_string(quant_.expert_matrices.size()) +
+                          " layers, the model " + std::to_string(L));
+    for (size_t l = 0; l < L; ++l) {
+      const size_t want = config_.is_moe_layer(static_cast<int>(l)) ? static_cast<size_t>(config_.num_experts) : 0;
+      if (quant_.expert_matrices[l].size() != want)
+        return corrupt_data("quantization_config.expert_matrices[" + std::to_string(l) + "] has " +
+                            std::to_string(quant_.expert_matrices[l].size()) + " experts, layer " + std::to_string(l) +
+                            " has " + std::to_string(want) + " routed experts");
+    }
+  }
+  return Status::ok();
+}
+
+const MatrixCodec& Artifact::expert_codec(int layer, int expert, artifact::Projection p) const {
+  const ExpertLayout& x = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
+  return *codecs_[x.codec[static_cast<size_t>(p)]];
+}
+
+std::string Artifact::summary() const {
+  std::string s;
+  std::set<std::string> seen;
+  for (const auto& c : codecs_) {
+    const std::string one = c->summary();
+    if (!seen.insert(one).second) continue;
+    s += (s.empty() ? "" : " + ") + one;
+  }
+  if (!quant_.method.empty()) s += ", " + quant_.method;
+  if (!quant_.grid.empty()) s += ", grid " + quant_.grid;
+  return s;
 }
 
 Status Artifact::index_experts() {
@@ -127,27 +112,34 @@ Status Artifact::index_experts() {
     experts_[l].resize(E);
     for (size_t e = 0; e < E; ++e) {
       ExpertLayout& layout = experts_[l][e];
-      const std::string who = "layer " + std::to_string(l) + " expert " + std::to_string(e);
-      size_t k = 0;
       const io::TensorView* prev = nullptr;
       for (Projection p : artifact::kProjections) {
+        const auto pi = static_cast<size_t>(p);
         const bool down = p == Projection::kDown;
-        for (const FieldSpec& spec : field_specs(quant_, down ? H : I, down ? I : H)) {
+        const auto rows = static_cast<uint32_t>(down ? H : I), cols = static_cast<uint32_t>(down ? I : H);
+        layout.codec[pi] = quant_.record_of(l, e, pi);
+        const MatrixCodec& codec = *codecs_[layout.codec[pi]];
+        layout.first_field[pi] = static_cast<uint32_t>(layout.fields.size());
+        SUBMOE_RETURN_IF_ERROR(codec.check_shape(rows, cols).with_context(who(l, e) + " " +
+                                                                          std::string(artifact::projection_name(p))));
+        for (const FieldSpec& spec : codec.fields(rows, cols)) {
           const std::string name =
-              artifact::expert_tensor_name(static_cast<int>(l), static_cast<int>(e), p, spec.field);
+              artifact::expert_tensor_name(static_cast<int>(l), static_cast<int>(e), p, spec.name);
           const io::TensorView* t = tensors_->find(name);
-          if (t == nullptr) return not_found("no tensor '" + name + "' (" + who + ")");
+          if (t == nullptr) return not_found("no tensor '" + name + "' (" + who(l, e) + ")");
           SUBMOE_RETURN_IF_ERROR(check_field(*t, spec));
           if (prev != nullptr && (t->file != prev->file || t->file_offset != prev->file_offset + prev->nbytes))
-            return corrupt_data(who + ": tensor '" + name + "' (offset " + std::to_string(t->file_offset) +
+            return corrupt_data(who(l, e) + ": tensor '" + name + "' (offset " + std::to_string(t->file_offset) +
                                 ") does not directly follow '" + prev->name + "' (ending at " +
                                 std::to_string(prev->file_offset + prev->nbytes) +
                                 "); an expert's tensors must be contiguous in file order (docs/format.md 9.3)");
           prev = t;
           expected.insert(name);
-          layout.fields[k++].tensor = t;
+          layout.fields.push_back({0, 0, t});
         }
       }
+      layout.first_field[3] = static_cast<uint32_t>(layout.fields.size());
+      if (layout.fields.empty()) return corrupt_data(who(l, e) + ": its representations declare no fields");
       const io::TensorView* first = layout.fields.front().tensor;
       layout.range = {first->file, first->file_offset, prev->file_offset + prev->nbytes - first->file_offset};
       for (FieldSlice& f : layout.fields) {

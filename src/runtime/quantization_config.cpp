@@ -7,7 +7,6 @@
 #include <set>
 
 #include "io/json_strict.h"
-#include "submoe/codec/int_packed.h"
 #include "submoe/io/file_util.h"
 #include "submoe/runtime/artifact_format.h"
 
@@ -48,39 +47,42 @@ Result<double> get_number(const json& o, const char* key, const Keys& k) {
   return v.get<double>();
 }
 
-Status only_keys(const json& o, const std::set<std::string>& allowed, const Keys& k) {
-  for (const auto& [key, v] : o.items())
-    if (!allowed.count(key)) return k.bad(key, "is not a key of this representation");
+// Version 2: "representations" (non-empty array of records) and the optional
+// "expert_matrices" ([layer][expert] -> [gate, up, down] record indices).
+Status parse_representations(const json& qc, const Keys& k, QuantizationConfig* q) {
+  if (!qc.contains("representations")) return k.bad("representations", "is missing");
+  const json& reprs = qc.at("representations");
+  if (!reprs.is_array() || reprs.empty()) return k.type("representations", "a non-empty array of objects", reprs);
+  for (size_t i = 0; i < reprs.size(); ++i) {
+    const std::string where = k.prefix + ".representations[" + std::to_string(i) + "]";
+    if (!reprs[i].is_object()) return corrupt_data(where + " must be an object, got " + io::json_type_name(reprs[i]));
+    q->representations.push_back(reprs[i]);
+    q->record_paths.push_back(where);
+  }
+  if (!qc.contains("expert_matrices")) return Status::ok();
+  const json& m = qc.at("expert_matrices");
+  if (!m.is_array()) return k.type("expert_matrices", "an array (per layer) of arrays (per expert)", m);
+  for (size_t l = 0; l < m.size(); ++l) {
+    const std::string where = k.prefix + ".expert_matrices[" + std::to_string(l) + "]";
+    if (!m[l].is_array()) return corrupt_data(where + " must be an array, got " + io::json_type_name(m[l]));
+    std::vector<ExpertMatrixReprs> layer;
+    for (size_t e = 0; e < m[l].size(); ++e) {
+      const json& x = m[l][e];
+      const std::string we = where + "[" + std::to_string(e) + "]";
+      if (!x.is_array() || x.size() != 3)
+        return corrupt_data(we + " must be [gate, up, down] record indices, got " + x.dump());
+      ExpertMatrixReprs r{};
+      for (size_t p = 0; p < 3; ++p) {
+        if (!x[p].is_number_unsigned() || x[p].get<uint64_t>() >= q->representations.size())
+          return corrupt_data(we + "[" + std::to_string(p) + "] = " + x[p].dump() + " is not an index into the " +
+                              std::to_string(q->representations.size()) + " representations");
+        r[p] = static_cast<uint32_t>(x[p].get<uint64_t>());
+      }
+      layer.push_back(r);
+    }
+    q->expert_matrices.push_back(std::move(layer));
+  }
   return Status::ok();
-}
-
-Status parse_experts(const json& e, const Keys& k, QuantizationConfig* q) {
-  const Keys ek{k.prefix + ".experts"};
-  SUBMOE_ASSIGN_OR_RETURN(const std::string repr, get_string(e, "representation", ek));
-  if (repr == artifact::kReprTernaryDict) {
-    q->representation = ExpertRepresentation::kTernaryDict;
-    SUBMOE_RETURN_IF_ERROR(only_keys(e, {"representation", "code", "p0", "dictionary_tensor"}, ek));
-    SUBMOE_ASSIGN_OR_RETURN(const std::string code, get_string(e, "code", ek));
-    if (!ternary::parse_dict_kind(code, &q->code)) return ek.bad("code", "'" + code + "' is not qmoe or tunstall");
-    SUBMOE_ASSIGN_OR_RETURN(q->p0, get_number(e, "p0", ek));
-    if (!(q->p0 >= 0.0 && q->p0 <= 1.0)) return ek.bad("p0", "= " + std::to_string(q->p0) + " is outside [0, 1]");
-    SUBMOE_ASSIGN_OR_RETURN(q->dictionary_tensor, get_string(e, "dictionary_tensor", ek));
-    if (q->dictionary_tensor.empty()) return ek.bad("dictionary_tensor", "is empty");
-    return Status::ok();
-  }
-  if (repr == artifact::kReprInt) {
-    q->representation = ExpertRepresentation::kInt;
-    SUBMOE_RETURN_IF_ERROR(only_keys(e, {"representation", "bits", "group_size"}, ek));
-    SUBMOE_ASSIGN_OR_RETURN(const int64_t bits, get_integer(e, "bits", ek));
-    if (bits < intn::kMinBits || bits > intn::kMaxBits) return ek.bad("bits", "= " + std::to_string(bits) + ", must be 2, 3 or 4");
-    SUBMOE_ASSIGN_OR_RETURN(const int64_t gs, get_integer(e, "group_size", ek));
-    if (gs != 0 && gs != 32 && gs != 64 && gs != 128)
-      return ek.bad("group_size", "= " + std::to_string(gs) + ", must be 0, 32, 64 or 128");
-    q->bits = static_cast<uint32_t>(bits);
-    q->group_size = static_cast<uint32_t>(gs);
-    return Status::ok();
-  }
-  return ek.bad("representation", "'" + repr + "' is not ternary_dict or int");
 }
 
 // Keys the format defines beside "experts": type-checked when present.
@@ -90,10 +92,6 @@ Status parse_provenance(const json& qc, const Keys& k, QuantizationConfig* q) {
   }
   if (qc.contains("grid")) {
     SUBMOE_ASSIGN_OR_RETURN(q->grid, get_string(qc, "grid", k));
-    const bool ternary = q->representation == ExpertRepresentation::kTernaryDict;
-    if (ternary ? q->grid != "ternary" : q->grid.rfind("int", 0) != 0)
-      return k.bad("grid", "'" + q->grid + "' does not match experts.representation " +
-                               representation_name(q->representation));
   }
   if (qc.contains("damp")) {
     SUBMOE_ASSIGN_OR_RETURN(q->damp, get_number(qc, "damp", k));
@@ -126,25 +124,6 @@ Status parse_provenance(const json& qc, const Keys& k, QuantizationConfig* q) {
 
 }  // namespace
 
-const char* representation_name(ExpertRepresentation r) {
-  return r == ExpertRepresentation::kInt ? "int" : "ternary_dict";
-}
-
-std::string QuantizationConfig::summary() const {
-  char buf[160];
-  if (representation == ExpertRepresentation::kTernaryDict) {
-    std::snprintf(buf, sizeof buf, "ternary_dict (%s, p0 %.4g)", ternary::dict_kind_name(code), p0);
-  } else if (group_size == 0) {
-    std::snprintf(buf, sizeof buf, "int (%u bits, per row)", bits);
-  } else {
-    std::snprintf(buf, sizeof buf, "int (%u bits, group %u)", bits, group_size);
-  }
-  std::string s = buf;
-  if (!method.empty()) s += ", " + method;
-  if (!grid.empty()) s += ", grid " + grid;
-  return s;
-}
-
 Result<QuantizationConfig> parse_quantization_config(std::string_view config_json, std::string_view source) {
   SUBMOE_ASSIGN_OR_RETURN(const json root, io::parse_json_strict(config_json, std::string(source)));
   if (!root.is_object()) return corrupt_data(std::string(source) + ": not a JSON object");
@@ -158,14 +137,20 @@ Result<QuantizationConfig> parse_quantization_config(std::string_view config_jso
     return unsupported(k.prefix + ".quant_method is '" + method + "', this reader handles 'submoe'");
   QuantizationConfig q;
   SUBMOE_ASSIGN_OR_RETURN(const int64_t version, get_integer(qc, "format_version", k));
-  if (version != artifact::kArtifactFormatVersion)
+  if (version < artifact::kOldestReadableFormatVersion || version > artifact::kArtifactFormatVersion)
     return unsupported(k.prefix + ".format_version is " + std::to_string(version) + ", this reader handles " +
+                       std::to_string(artifact::kOldestReadableFormatVersion) + " to " +
                        std::to_string(artifact::kArtifactFormatVersion));
   q.format_version = static_cast<int>(version);
-  if (!qc.contains("experts")) return k.bad("experts", "is missing");
-  const json& experts = qc.at("experts");
-  if (!experts.is_object()) return k.type("experts", "an object", experts);
-  SUBMOE_RETURN_IF_ERROR(parse_experts(experts, k, &q));
+  if (version == 1) {
+    if (!qc.contains("experts")) return k.bad("experts", "is missing");
+    const json& experts = qc.at("experts");
+    if (!experts.is_object()) return k.type("experts", "an object", experts);
+    q.representations.push_back(experts);
+    q.record_paths.push_back(k.prefix + ".experts");
+  } else {
+    SUBMOE_RETURN_IF_ERROR(parse_representations(qc, k, &q));
+  }
   SUBMOE_RETURN_IF_ERROR(parse_provenance(qc, k, &q));
   return q;
 }

@@ -112,7 +112,10 @@ TEST(Compress, TernaryArtifactLayoutAndGrid) {
   const io::MoeModelConfig& c = cfg.value();
   const json qc = json::parse(file_bytes(out + "/config.json"))["quantization_config"];
   EXPECT_EQ(qc["quant_method"], "submoe");
-  EXPECT_EQ(qc["experts"]["representation"], "ternary_dict");
+  EXPECT_EQ(qc["format_version"], 2);
+  ASSERT_EQ(qc["representations"].size(), 1u);
+  EXPECT_EQ(qc["representations"][0]["representation"], "ternary_dict");
+  EXPECT_FALSE(qc.contains("expert_matrices"));  // every matrix uses record 0
 
   // 1. The dictionary, first.
   const auto& tensors = art.value()->tensors();
@@ -226,7 +229,7 @@ double layer0_gate_error(const std::string& artifact_dir, const CompressOptions&
                                          f("row_offsets"), f("scales"), dict.value().entries());
       q[e] = ternary::decode_to_float(v.value()).value();
     } else {
-      const auto bits = static_cast<uint32_t>(o.grid.bits);
+      const auto bits = static_cast<uint32_t>(*o.repr.bits);
       auto v = intn::make_packed_int_view(static_cast<uint32_t>(I), static_cast<uint32_t>(H), bits, 0, f("qweight"), f("scales"), f("zeros"));
       q[e] = intn::decode_int_to_float(v.value()).value();
     }
@@ -259,7 +262,8 @@ TEST(Compress, GptqBeatsRtnOnCalibrationInputs) {
     CompressOptions r = g;
     r.out_dir = temp_dir(std::string("rtn_") + grid);
     r.method = QuantMethod::kRtn;
-    g.grid = r.grid = quant::parse_grid(grid, 0).value();
+    g.repr = r.repr = std::string(grid) == "ternary" ? runtime::ReprOptions{"ternary_dict"}
+                                                     : runtime::ReprOptions{"int", 2.0};
     compress_or_die(g);
     compress_or_die(r);
     std::vector<double> eg, er;
@@ -310,7 +314,7 @@ TEST(Compress, DeterministicAcrossThreadCounts) {
 // uninterrupted run.
 TEST(Compress, ResumeAfterKillIsByteIdentical) {
   CompressOptions ref = small_options("mixtral", temp_dir("ref"));
-  ref.grid = quant::GridSpec::integer(3, 0);
+  ref.repr = {"int", 3.0};
   uint64_t steps = 0;
   ref.step_hook = [&](uint64_t) { ++steps; };
   compress_or_die(ref);
@@ -416,8 +420,24 @@ TEST(Compress, MaskAndTokenCapAreReported) {
 
 TEST(Compress, BadArguments) {
   CompressOptions o = small_options("qwen3_moe", temp_dir("bad"));
-  o.grid = quant::GridSpec::integer(4, 32);  // fixture intermediate size 16: 32 does not divide it
-  EXPECT_FALSE(compress_model(o, nullptr).is_ok());
+  o.repr = {"int", 4.0, 32u};  // fixture intermediate size 16: 32 does not divide it
+  auto st = compress_model(o, nullptr);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.status().message().find("group size 32 does not divide the 16 input columns"), std::string::npos)
+      << st.status().message();
+  // Unknown representations are an error, never a fallback.
+  o = small_options("qwen3_moe", temp_dir("bad"));
+  o.repr = {"nf3"};
+  st = compress_model(o, nullptr);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.status().message().find("unknown representation 'nf3' (registered: ternary_dict, int"),
+            std::string::npos)
+      << st.status().message();
+  o.repr = {"ternary", 2.0};
+  EXPECT_NE(compress_model(o, nullptr).status().message().find("--bits does not apply to ternary_dict"),
+            std::string::npos);
+  o.repr = {"int", 5.0};
+  EXPECT_NE(compress_model(o, nullptr).status().message().find("int2, int3 or int4"), std::string::npos);
   o = small_options("qwen3_moe", temp_dir("bad"));
   o.calib_path = kFixtures + "calib/does-not-exist.txt";
   EXPECT_FALSE(compress_model(o, nullptr).is_ok());

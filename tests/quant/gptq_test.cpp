@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -134,9 +135,13 @@ TEST(Gptq, GroupOfExpertsEqualsOneAtATime) {
   for (uint32_t e = 0; e < 5; ++e) problems.push_back(make_problem(16, 48, 100 + e));
   std::vector<QuantizedMatrix> grouped(5), single(5);
   std::vector<GptqJob> jobs;
-  for (size_t e = 0; e < 5; ++e) jobs.push_back({problems[e].w, 16, 48, problems[e].h, &grouped[e], {}});
+  std::vector<std::unique_ptr<GridQuantizer>> quantizers;
+  for (size_t e = 0; e < 5; ++e) {
+    quantizers.push_back(std::make_unique<GridQuantizer>(GridSpec::ternary(), 16, 48, &grouped[e]));
+    jobs.push_back({problems[e].w, 16, 48, problems[e].h, quantizers.back().get(), {}});
+  }
   ThreadPool pool(2);
-  ASSERT_TRUE(gptq_quantize_group(jobs, GridSpec::ternary(), GptqOptions{}, &pool).is_ok());
+  ASSERT_TRUE(gptq_quantize_group(jobs, GptqOptions{}, &pool).is_ok());
   for (size_t e = 0; e < 5; ++e) {
     ASSERT_TRUE(gptq_quantize(problems[e].w, 16, 48, problems[e].h, GridSpec::ternary(), GptqOptions{}, &single[e], nullptr).is_ok());
     EXPECT_EQ(grouped[e].codes, single[e].codes) << "expert " << e;

@@ -131,12 +131,27 @@ Result<ArtifactParts> build_artifact_parts(const ArtifactSpec& spec) {
                        {"tensor_names",
                         "model.layers.{layer}.mlp.experts.{expert}.{gate_proj|up_proj|down_proj}.{field}"},
                        {"modules_not_converted", {"embed_tokens", "self_attn", "router", "norms", "lm_head"}}};
-  if (spec.ternary) {
-    qc["experts"] = {{"representation", "ternary_dict"},
-                     {"code", ternary::dict_kind_name(spec.code)},
-                     {"p0", spec.p0},
-                     {"dictionary_tensor", "submoe.ternary_dict.entries"}};
-    qc["grid"] = "ternary";
+  const nlohmann::json int_record = {{"representation", "int"}, {"bits", spec.bits}, {"group_size", spec.group_size}};
+  const nlohmann::json ternary_record = {{"representation", "ternary_dict"},
+                                         {"code", ternary::dict_kind_name(spec.code)},
+                                         {"p0", spec.p0},
+                                         {"dictionary_tensor", "submoe.ternary_dict.entries"}};
+  if (spec.mixed_v2) {
+    qc["format_version"] = 2;
+    qc["representations"] = {ternary_record, int_record};
+    nlohmann::json m = nlohmann::json::array();
+    for (int l = 0; l < cfg.num_hidden_layers; ++l) {
+      nlohmann::json layer = nlohmann::json::array();
+      if (cfg.is_moe_layer(l))
+        for (int e = 0; e < cfg.num_experts; ++e) layer.push_back({e % 2, (e + 1) % 2, e % 2});
+      m.push_back(layer);
+    }
+    qc["expert_matrices"] = m;
+    qc["grid"] = "mixed";
+  }
+  if (spec.ternary || spec.mixed_v2) {
+    if (!spec.mixed_v2) qc["experts"] = ternary_record;
+    qc["grid"] = spec.mixed_v2 ? "mixed" : "ternary";
     const ternary::TernaryDictionary& d = dictionary(spec.code, spec.p0);
     std::vector<uint64_t> entries(ternary::kDictEntries);
     for (size_t i = 0; i < entries.size(); ++i)
@@ -144,11 +159,11 @@ Result<ArtifactParts> build_artifact_parts(const ArtifactSpec& spec) {
     parts.tensors.push_back({"submoe.ternary_dict.entries", io::DType::kU64, {ternary::kDictEntries},
                              bytes_of(entries.data(), entries.size())});
   } else {
-    qc["experts"] = {{"representation", "int"}, {"bits", spec.bits}, {"group_size", spec.group_size}};
+    qc["experts"] = int_record;
     qc["grid"] = "int" + std::to_string(spec.bits);
   }
   parts.config["quantization_config"] = qc;
-  parts.metadata = {{"format", "pt"}, {"submoe_format_version", "1"}};
+  parts.metadata = {{"format", "pt"}, {"submoe_format_version", spec.mixed_v2 ? "2" : "1"}};
 
   // Routed expert weights by hub name, and the same in (layer, expert, projection) order.
   std::map<std::string, ExpertKey> expert_names;
@@ -173,7 +188,7 @@ Result<ArtifactParts> build_artifact_parts(const ArtifactSpec& spec) {
     SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, io::to_f32(*t));
     const auto rows = static_cast<uint32_t>(t->shape[0]), cols = static_cast<uint32_t>(t->shape[1]);
     parts.shapes[key] = {rows, cols};
-    if (spec.ternary) {
+    if (spec.mixed_v2 ? (e + p) % 2 == 0 : spec.ternary) {
       add_ternary(w, rows, cols, dictionary(spec.code, spec.p0), l, e, p, &parts);
     } else {
       add_int(w, rows, cols, spec.bits, spec.group_size, l, e, p, &parts);
@@ -206,6 +221,8 @@ BuiltArtifact::~BuiltArtifact() {
 }
 
 std::string spec_name(const ArtifactSpec& spec) {
+  if (spec.mixed_v2)
+    return spec.fixture + "-v2-ternary-int" + std::to_string(spec.bits) + "-g" + std::to_string(spec.group_size);
   if (spec.ternary) return spec.fixture + "-ternary-" + ternary::dict_kind_name(spec.code);
   return spec.fixture + "-int" + std::to_string(spec.bits) + "-g" + std::to_string(spec.group_size);
 }

@@ -29,6 +29,10 @@ struct ArtifactSpec {
   double p0 = ternary::kQmoeDefaultP0;
   uint32_t bits = 4;
   uint32_t group_size = 0;
+  // Format version 2 with two representation records, ternary_dict (record 0)
+  // and int `bits`/`group_size` (record 1): matrix (layer, expert, projection)
+  // uses record (expert + projection) % 2. `ternary` is ignored.
+  bool mixed_v2 = false;
 };
 
 struct TensorPart {

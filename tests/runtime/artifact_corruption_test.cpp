@@ -73,12 +73,18 @@ TEST(ArtifactCorruption, BadQuantizationConfigNamesTheKey) {
   };
   const std::vector<Case> cases = {
       {true, [](J& q) { q.erase("format_version"); }, "quantization_config.format_version is missing"},
-      {true, [](J& q) { q["format_version"] = 2; }, "format_version is 2", ErrorCode::kUnsupported},
+      {true, [](J& q) { q["format_version"] = 3; }, "format_version is 3, this reader handles 1 to 2",
+       ErrorCode::kUnsupported},
+      {true, [](J& q) { q["format_version"] = 0; }, "format_version is 0", ErrorCode::kUnsupported},
       {true, [](J& q) { q["format_version"] = "1"; }, "format_version must be an integer, got string"},
       {true, [](J& q) { q["quant_method"] = "gptq"; }, "quant_method is 'gptq'", ErrorCode::kUnsupported},
       {true, [](J& q) { q.erase("experts"); }, "quantization_config.experts is missing"},
       {true, [](J& q) { q["experts"] = J::array(); }, "experts must be an object"},
-      {true, [](J& q) { q["experts"]["representation"] = "nf4"; }, "experts.representation 'nf4'"},
+      {true, [](J& q) { q["experts"]["representation"] = "nf4"; }, "experts.representation 'nf4' is not a representation this reader knows",
+       ErrorCode::kUnsupported},
+      {true, [](J& q) { q["experts"]["representation"] = "ternary"; }, "experts.representation 'ternary'",
+       ErrorCode::kUnsupported},  // command-line aliases are not record names
+      {true, [](J& q) { q["experts"].erase("representation"); }, "experts.representation is missing"},
       {true, [](J& q) { q["experts"]["code"] = "huffman"; }, "experts.code 'huffman'"},
       {true, [](J& q) { q["experts"]["p0"] = 1.5; }, "experts.p0 = 1.5"},
       {true, [](J& q) { q["experts"]["p0"] = "0.885"; }, "experts.p0 must be a number"},
@@ -124,7 +130,7 @@ TEST(ArtifactCorruption, MissingMistypedMisshapedAndMisplacedTensors) {
                       t.bytes.resize(t.bytes.size() - 2);
                       t.shape[0] -= 1;
                     },
-                    "pads codes to an even count");
+                    "the format pads codes to a multiple of 2");
   const std::string offsets = "model.layers.0.mlp.experts.5.up_proj.row_offsets";
   expect_open_error(true,
                     [&](ArtifactParts& p) {
@@ -339,6 +345,78 @@ TEST_F(ExpertBytes, RandomDamageNeverCrashesAndBuiltExpertsRun) {
     EXPECT_GT(rejected, 0u);
     EXPECT_GT(accepted, 0u);
   }
+}
+
+}  // namespace
+}  // namespace submoe::runtime
+
+namespace submoe::runtime {
+namespace {
+
+// Format version 2: the per-matrix representation table is checked against the
+// records, the model's layers and experts, and each matrix's own fields.
+TEST(ArtifactCorruption, VersionTwoExpertMatricesAreChecked) {
+  ArtifactSpec spec;
+  spec.mixed_v2 = true;
+  spec.bits = 3;
+  spec.group_size = 32;
+  const ArtifactParts base = *testing::build_artifact_parts(spec);
+  {
+    TempArtifact a(base);
+    auto art = Artifact::open(a.dir);
+    ASSERT_TRUE(art.is_ok()) << art.status().to_string();
+    EXPECT_EQ((*art)->codecs().size(), 2u);
+    EXPECT_EQ((*art)->summary(), "ternary_dict (qmoe, p0 0.885) + int (3 bits, group 32), rtn, grid mixed");
+    // Expert 1: gate int, up ternary, down int.
+    EXPECT_EQ((*art)->expert_codec(0, 1, artifact::Projection::kGate).representation().name(), "int");
+    EXPECT_EQ((*art)->expert_codec(0, 1, artifact::Projection::kUp).representation().name(), "ternary_dict");
+    auto x = (*art)->expert_resident(0, 1);
+    ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+    EXPECT_NE((*x)->up->describe().find("ternary_dict"), std::string::npos) << (*x)->up->describe();
+    EXPECT_EQ((*x)->gate->describe().find("ternary_dict"), std::string::npos) << (*x)->gate->describe();
+  }
+  using J = nlohmann::json;
+  struct Case {
+    std::function<void(J&)> edit;
+    std::string needle;
+    ErrorCode code = ErrorCode::kCorruptData;
+  };
+  const std::vector<Case> cases = {
+      {[](J& q) { q["expert_matrices"][0][3][1] = 2; }, "expert_matrices[0][3][1] = 2 is not an index into the 2"},
+      {[](J& q) { q["expert_matrices"][0][3][1] = -1; }, "expert_matrices[0][3][1] = -1"},
+      {[](J& q) { q["expert_matrices"][0][3] = {0, 1}; }, "expert_matrices[0][3] must be [gate, up, down]"},
+      {[](J& q) { q["expert_matrices"][1].erase(7); }, "expert_matrices[1] has 7 experts, layer 1 has 8"},
+      {[](J& q) { q["expert_matrices"].erase(1); }, "expert_matrices has 1 layers, the model 2"},
+      {[](J& q) { q["expert_matrices"] = 5; }, "expert_matrices must be an array"},
+      {[](J& q) { q["representations"] = J::array(); }, "representations must be a non-empty array"},
+      {[](J& q) { q.erase("representations"); }, "quantization_config.representations is missing"},
+      {[](J& q) { q["representations"][1]["representation"] = "rvq9"; },
+       "representations[1].representation 'rvq9' is not a representation this reader knows", ErrorCode::kUnsupported},
+      {[](J& q) { q["representations"][1]["bits"] = 7; }, "representations[1].bits = 7"},
+      {[](J& q) { q["representations"][0]["p0"] = "x"; }, "representations[0].p0 must be a number"},
+      // Record 1's fields where record 0's are stored: the tensors do not match.
+      {[](J& q) { q["expert_matrices"][0][0] = {1, 1, 0}; },
+       "no tensor 'model.layers.0.mlp.experts.0.gate_proj.qweight'", ErrorCode::kNotFound},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.needle);
+    ArtifactParts p = base;
+    c.edit(p.config["quantization_config"]);
+    TempArtifact a(p);
+    auto art = Artifact::open(a.dir);
+    ASSERT_FALSE(art.is_ok());
+    EXPECT_NE(art.status().message().find(c.needle), std::string::npos) << art.status().to_string();
+    EXPECT_EQ(art.status().code(), c.code) << art.status().to_string();
+  }
+  // Without the table, every matrix is record 0's (ternary_dict): the int fields are then foreign.
+  ArtifactParts p = base;
+  p.config["quantization_config"].erase("expert_matrices");
+  TempArtifact a(p);
+  auto art = Artifact::open(a.dir);
+  ASSERT_FALSE(art.is_ok());
+  EXPECT_NE(art.status().message().find("no tensor 'model.layers.0.mlp.experts.0.up_proj.row_offsets'"),
+            std::string::npos)
+      << art.status().to_string();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "artifact_builder.h"
 #include "submoe/runtime/artifact.h"
 #include "submoe/runtime/artifact_format.h"
+#include "submoe/codec/ternary_dictionary.h"
 
 namespace submoe::runtime {
 namespace {
@@ -52,7 +53,10 @@ std::vector<ArtifactSpec> specs() {
   i.ternary = false;
   i.bits = 3;
   i.group_size = 32;
-  return {t, i};
+  ArtifactSpec m;
+  m.mixed_v2 = true;
+  m.bits = 2;
+  return {t, i, m};
 }
 
 TEST_P(ArtifactExperts, FromBytesOfTheByteRangeEqualsResident) {
@@ -93,7 +97,10 @@ TEST_P(ArtifactExperts, FromBytesOfTheByteRangeEqualsResident) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ArtifactExperts, ::testing::ValuesIn(specs()),
-                         [](const auto& p) { return p.param.ternary ? std::string("ternary") : std::string("int3"); });
+                         [](const auto& p) {
+                           return p.param.mixed_v2 ? std::string("v2_mixed")
+                                                   : p.param.ternary ? std::string("ternary") : std::string("int3");
+                         });
 
 TEST(ArtifactExpertsApi, AccessorsAndOutOfRangeExperts) {
   const testing::BuiltArtifact& built = testing::cached_artifact(ArtifactSpec{});
@@ -104,8 +111,11 @@ TEST(ArtifactExpertsApi, AccessorsAndOutOfRangeExperts) {
   EXPECT_EQ(a.num_experts(), 8);
   EXPECT_EQ(a.expert_hidden(), 64u);
   EXPECT_EQ(a.expert_inner(), 16u);
-  ASSERT_NE(a.codebook(), nullptr);
-  EXPECT_EQ(a.quantization().representation, ExpertRepresentation::kTernaryDict);
+  ASSERT_EQ(a.codecs().size(), 1u);
+  EXPECT_EQ(a.codecs()[0]->representation().name(), "ternary_dict");
+  EXPECT_EQ(&a.expert_codec(1, 3, artifact::Projection::kDown), a.codecs()[0].get());
+  EXPECT_EQ(a.shared_tensor_bytes(), ternary::kDictEntries * 8u);
+  EXPECT_EQ(a.summary(), "ternary_dict (qmoe, p0 0.885), rtn, grid ternary");
   EXPECT_EQ(a.directory(), built.dir);
   for (auto [l, e] : {std::pair{-1, 0}, {2, 0}, {0, -1}, {0, 8}}) {
     EXPECT_FALSE(a.has_expert(l, e));

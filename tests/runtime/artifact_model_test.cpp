@@ -43,6 +43,12 @@ std::vector<ArtifactSpec> specs() {
   tun.code = ternary::DictKind::kTunstall;
   tun.p0 = 0.8;
   s.push_back(tun);
+  // Format version 2: ternary_dict and int matrices side by side in one model.
+  ArtifactSpec mixed;
+  mixed.mixed_v2 = true;
+  mixed.bits = 3;
+  mixed.group_size = 32;
+  s.push_back(mixed);
   ArtifactSpec i2;
   i2.fixture = "mixtral";
   i2.ternary = false;

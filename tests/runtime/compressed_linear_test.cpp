@@ -14,6 +14,7 @@
 #include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/runtime/quantization_config.h"
+#include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
 namespace {
@@ -250,21 +251,26 @@ TEST(QuantizationConfigParse, TernaryAndIntSummaries) {
       "act_order": true, "true_sequential": false, "modules_not_converted": ["lm_head"]}})",
                                      "config.json");
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-  EXPECT_EQ(t->representation, ExpertRepresentation::kTernaryDict);
-  EXPECT_EQ(t->code, ternary::DictKind::kTunstall);
-  EXPECT_EQ(t->p0, 0.9);
-  EXPECT_EQ(t->dictionary_tensor, "d");
+  ASSERT_EQ(t->representations.size(), 1u);
+  EXPECT_EQ(t->representations[0]["representation"], "ternary_dict");
+  EXPECT_EQ(t->representations[0]["code"], "tunstall");
+  EXPECT_EQ(t->record_paths[0], "config.json: quantization_config.experts");
+  EXPECT_TRUE(t->expert_matrices.empty());
   EXPECT_EQ(t->damp, 0.01);
   EXPECT_EQ(t->expert_group, 8);
   EXPECT_EQ(t->act_order, true);
   EXPECT_EQ(t->true_sequential, false);
   EXPECT_EQ(t->modules_not_converted, std::vector<std::string>{"lm_head"});
-  EXPECT_EQ(t->summary(), "ternary_dict (tunstall, p0 0.9), gptq, grid ternary");
+  EXPECT_EQ(t->method, "gptq");
+  EXPECT_EQ(t->grid, "ternary");
   auto i = parse_quantization_config(R"({"quantization_config": {"quant_method": "submoe", "format_version": 1,
       "experts": {"representation": "int", "bits": 4, "group_size": 128}}})",
                                      "c.json");
   ASSERT_TRUE(i.is_ok()) << i.status().to_string();
-  EXPECT_EQ(i->summary(), "int (4 bits, group 128)");
+  auto codec = codec_from_record(i->representations[0], i->record_paths[0], [](std::string_view) { return nullptr; });
+  ASSERT_TRUE(codec.is_ok()) << codec.status().to_string();
+  EXPECT_EQ((*codec)->summary(), "int (4 bits, group 128)");
+  EXPECT_EQ((*codec)->grid_name(), "int4-g128");
   EXPECT_FALSE(i->damp.has_value());
   auto dup = parse_quantization_config(R"({"quantization_config": {"quant_method": "submoe", "quant_method": "submoe"}})",
                                        "dup.json");

@@ -8,9 +8,10 @@
 //     routed experts in groups of `expert_group`: gather each expert's tokens,
 //     H = X^T X, batched GPTQ (or RTN) of gate/up, H of the activations,
 //     GPTQ of down, run the COMPRESSED expert on all its tokens, scatter back;
-//     pack the layer (ternary dictionary code or n-bit) into a checkpoint file;
+//     pack the layer (the chosen representation) into a checkpoint file;
 //     save the hidden states (atomic) -> a kill -9 loses at most one layer.
-//   assemble the artifact: dictionary, dense tensors, packed experts.
+//   assemble the artifact: shared tensors (e.g. the ternary dictionary), dense
+//   tensors, packed experts.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include "submoe/core/status.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/quant/grid.h"
+#include "submoe/runtime/representation.h"
 
 namespace submoe::calib {
 
@@ -32,9 +34,9 @@ struct CompressOptions {
   std::string calib_path;
   std::string out_dir;
   QuantMethod method = QuantMethod::kGptq;
-  quant::GridSpec grid = quant::GridSpec::ternary();
-  std::string code = "qmoe";     // ternary dictionary code: qmoe | tunstall
-  double dict_p0 = 0.885;        // zero probability the dictionary is built for
+  // The representation of the routed experts (runtime/representation.h):
+  // a registry name plus its options (--bits, --group-size, --code, --dict-p0).
+  runtime::ReprOptions repr{"ternary_dict"};
   size_t samples = 128;
   size_t seq_len = 256;
   double damp = 0.1;

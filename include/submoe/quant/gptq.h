@@ -10,6 +10,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/quant/block_quantizer.h"
 #include "submoe/quant/grid.h"
 
 namespace submoe::quant {
@@ -28,30 +29,41 @@ struct GptqStats {
 };
 
 // One matrix W (rows x cols, row-major: rows = outputs, cols = inputs) with its
-// Hessian H = X^T X (cols x cols) of the calibration inputs.
+// Hessian H = X^T X (cols x cols) of the calibration inputs, quantized by
+// `quantizer` (whose rows() and cols() must match).
 struct GptqJob {
   std::span<const float> w;
   size_t rows = 0;
   size_t cols = 0;
   std::span<const float> h;       // empty => RTN (no calibration data for this matrix)
-  QuantizedMatrix* out = nullptr;
+  BlockQuantizer* quantizer = nullptr;
   GptqStats stats;                // written by gptq_quantize_group
 };
 
-// RTN on the grid. Errors: shape mismatch, non-finite weights.
-Result<QuantizedMatrix> rtn_quantize(std::span<const float> w, size_t rows, size_t cols, const GridSpec& grid);
+// Round to nearest: every block quantized from the original values, no
+// feedback. Errors: shapes, non-finite weights.
+Status rtn_quantize(std::span<const float> w, size_t rows, size_t cols, BlockQuantizer& quantizer);
 
-// Quantizes one matrix with GPTQ; rows are processed in parallel on `pool`
-// (nullptr = calling thread). A failed factorization is not an error: the matrix
-// falls back to RTN and stats.rtn_fallback is set. Errors: shapes, non-finite W or H.
+// GPTQ with lazy block updates, generalized to blocks of the quantizer's width d:
+// for the block F of columns just quantized, E = (W_F - Q_F) U_FF^-1 and the
+// later columns get W_R -= E U_FR, U the upper Cholesky factor of H^-1. For
+// d = 1 this is GPTQ exactly; for d > 1 it is block-LDL error feedback
+// (the LDLQ update of seed 001 and QuIP#). Rows are processed in parallel on
+// `pool` (nullptr = calling thread). A failed factorization is not an error:
+// the matrix falls back to RTN and stats.rtn_fallback is set. Errors: shapes,
+// non-finite W or H, act-order with a quantizer that has groups or blocks.
 Result<GptqStats> gptq_quantize(std::span<const float> w, size_t rows, size_t cols, std::span<const float> h,
-                                const GridSpec& grid, const GptqOptions& options, QuantizedMatrix* out,
-                                ThreadPool* pool);
+                                BlockQuantizer& quantizer, const GptqOptions& options, ThreadPool* pool);
 
 // Quantizes a group of matrices (e.g. 16 experts' gate projections) as one batched
 // computation: the matrices are distributed over the pool's threads, each one
 // processed single-threaded (small matrices keep every core busy this way).
-Status gptq_quantize_group(std::span<GptqJob> jobs, const GridSpec& grid, const GptqOptions& options,
-                           ThreadPool* pool);
+Status gptq_quantize_group(std::span<GptqJob> jobs, const GptqOptions& options, ThreadPool* pool);
+
+// The same on a scalar grid (GridQuantizer into a QuantizedMatrix).
+Result<QuantizedMatrix> rtn_quantize(std::span<const float> w, size_t rows, size_t cols, const GridSpec& grid);
+Result<GptqStats> gptq_quantize(std::span<const float> w, size_t rows, size_t cols, std::span<const float> h,
+                                const GridSpec& grid, const GptqOptions& options, QuantizedMatrix* out,
+                                ThreadPool* pool);
 
 }  // namespace submoe::quant

@@ -10,6 +10,7 @@
 
 #include "submoe/codec/ternary_dict_format.h"
 #include "submoe/core/status.h"
+#include "submoe/quant/block_quantizer.h"
 
 namespace submoe::quant {
 
@@ -65,5 +66,26 @@ inline uint8_t quantize_int(float x, IntGroupParams p, int bits) {
   q = q < 0.0f ? 0.0f : (q > maxq ? maxq : q);
   return static_cast<uint8_t>(q);
 }
+
+// The scalar grids as a BlockQuantizer (block width 1) writing into a
+// QuantizedMatrix: ternary levels and per-row int parameters come from the
+// original row (begin_row), grouped int parameters from the current values at
+// the group's first column (begin_group), as QMoE and GPTQ do.
+class GridQuantizer final : public BlockQuantizer {
+ public:
+  // `out` is reset to rows x cols of `grid` and must outlive the quantizer.
+  GridQuantizer(const GridSpec& grid, size_t rows, size_t cols, QuantizedMatrix* out);
+
+  size_t rows() const override { return out_->rows; }
+  size_t cols() const override { return out_->cols; }
+  size_t block_width() const override { return 1; }
+  size_t group_width() const override { return out_->grid.kind == GridKind::kInt ? out_->grid.group_size : 0; }
+  void begin_row(size_t r, std::span<const float> original) override;
+  void begin_group(size_t r, size_t c, std::span<const float> current) override;
+  void quantize(size_t r, size_t c, const float* values, float* reconstructed) override;
+
+ private:
+  QuantizedMatrix* out_;
+};
 
 }  // namespace submoe::quant

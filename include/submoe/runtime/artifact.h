@@ -1,6 +1,8 @@
 // An opened compressed artifact (docs/format.md section 9): config.json with its
-// quantization_config, model.safetensors memory-mapped and checked, the shared
-// ternary dictionary validated once, and the location of every routed expert.
+// quantization_config, model.safetensors memory-mapped and checked, one codec
+// per representation record (runtime/representation.h; shared tensors such as
+// the ternary dictionary validated once), and the location of every routed
+// expert.
 //
 // Opening checks everything that does not need an expert's bytes: the config,
 // the dictionary, that every expert tensor exists with the dtype and shape the
@@ -26,9 +28,10 @@
 #include "submoe/io/safetensors.h"
 #include "submoe/model/expert_provider.h"
 #include "submoe/model/linear_op.h"
+#include "submoe/runtime/artifact_format.h"
 #include "submoe/runtime/compressed_linear.h"
 #include "submoe/runtime/quantization_config.h"
-#include "submoe/runtime/ternary_codebook.h"
+#include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
 
@@ -58,8 +61,15 @@ class Artifact {
   const io::MoeModelConfig& model_config() const { return config_; }
   const QuantizationConfig& quantization() const { return quant_; }
   const std::shared_ptr<const io::SafetensorsModel>& tensors() const { return tensors_; }
-  // The shared dictionary; null for int artifacts.
-  const std::shared_ptr<const TernaryCodebook>& codebook() const { return codebook_; }
+  // One codec per quantization_config representation record, in record order.
+  const std::vector<std::shared_ptr<const MatrixCodec>>& codecs() const { return codecs_; }
+  // The codec of one projection of a routed expert (has_expert must hold).
+  const MatrixCodec& expert_codec(int layer, int expert, artifact::Projection p) const;
+  // One line: the codecs' summaries, method and grid, e.g.
+  // "ternary_dict (qmoe, p0 0.885), gptq, grid ternary".
+  std::string summary() const;
+  // Bytes of the codecs' shared tensors (dictionaries, codebooks).
+  uint64_t shared_tensor_bytes() const { return shared_bytes_; }
 
   int num_layers() const { return static_cast<int>(experts_.size()); }
   int num_experts() const { return static_cast<int>(config_.num_experts); }
@@ -87,26 +97,29 @@ class Artifact {
     uint64_t nbytes = 0;
     const io::TensorView* tensor = nullptr;
   };
-  // Fields in file order: per projection (gate, up, down) 3 fields
-  // (ternary_dict: row_offsets, scales, codes; int: qweight, scales, zeros).
-  static constexpr size_t kFieldsPerExpert = 9;
+  // Fields in file order: projection p (gate, up, down) owns
+  // fields[first_field[p] .. first_field[p + 1]), coded by codecs_[codec[p]].
   struct ExpertLayout {
     ExpertByteRange range;
-    std::array<FieldSlice, kFieldsPerExpert> fields;
+    std::array<uint32_t, 3> codec{};
+    std::array<uint32_t, 4> first_field{};
+    std::vector<FieldSlice> fields;
   };
 
  private:
   Artifact() = default;
+  Status make_codecs();
   Status index_experts();
   Result<std::unique_ptr<LoadedExpert>> build_expert(int layer, int expert,
-                                                     const std::array<std::span<const std::byte>, kFieldsPerExpert>& f,
+                                                     std::span<const std::span<const std::byte>> f,
                                                      ExecutionMode mode) const;
 
   std::string directory_;
   io::MoeModelConfig config_;
   QuantizationConfig quant_;
   std::shared_ptr<const io::SafetensorsModel> tensors_;
-  std::shared_ptr<const TernaryCodebook> codebook_;
+  std::vector<std::shared_ptr<const MatrixCodec>> codecs_;
+  uint64_t shared_bytes_ = 0;
   std::vector<std::vector<ExpertLayout>> experts_;  // [layer][expert]; empty for dense layers
 };
 

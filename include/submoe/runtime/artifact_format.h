@@ -16,7 +16,11 @@
 
 namespace submoe::artifact {
 
-inline constexpr int kArtifactFormatVersion = 1;
+// Version 2 records the representation of every expert matrix
+// (quantization_config.representations + expert_matrices); version 1 had one
+// "experts" record for all. Readers handle both; writers write 2.
+inline constexpr int kArtifactFormatVersion = 2;
+inline constexpr int kOldestReadableFormatVersion = 1;
 inline constexpr std::string_view kQuantMethod = "submoe";  // quantization_config.quant_method
 inline constexpr std::string_view kManifestFile = "submoe_manifest.json";
 inline constexpr std::string_view kWeightsFile = "model.safetensors";
@@ -24,9 +28,6 @@ inline constexpr std::string_view kWeightsFile = "model.safetensors";
 // The shared dictionary: U64 [65536], entry i = word[0] | word[1] << 32.
 inline constexpr std::string_view kDictionaryTensor = "submoe.ternary_dict.entries";
 
-// quantization_config.experts.representation
-inline constexpr std::string_view kReprTernaryDict = "ternary_dict";
-inline constexpr std::string_view kReprInt = "int";
 
 enum class Projection { kGate = 0, kUp = 1, kDown = 2 };
 inline constexpr Projection kProjections[3] = {Projection::kGate, Projection::kUp, Projection::kDown};
@@ -40,7 +41,8 @@ inline std::string_view projection_name(Projection p) {
   return "?";
 }
 
-// Fields of one packed projection, in file order.
+// Fields of one packed projection, in file order (declared by each
+// representation, runtime/representation.h; the two original ones:)
 //   ternary_dict: row_offsets I32 [rows+1]; scales BF16 [rows, 2] (w_min, w_max);
 //                 codes U16 [n] with n >= row_offsets[rows], n even; codes past
 //                 row_offsets[rows] are zero padding (counted in the ledger).

@@ -1,47 +1,51 @@
 // config.json's "quantization_config" of a compressed artifact (docs/format.md
-// 9.2), parsed strictly: every key the format defines is type-checked, the
-// "experts" object must hold exactly the keys of its representation, and each
-// error names the key. Keys outside the format at the top level are ignored
-// (provenance a later writer may add); format_version decides compatibility.
+// 9.2), parsed strictly: every key the format defines is type-checked and each
+// error names the key; the representation records are checked by their
+// registry entries (runtime/representation.h) when the artifact opens. Keys
+// outside the format at the top level are ignored (provenance a later writer
+// may add); format_version (1 or 2) decides compatibility.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "submoe/codec/ternary_dictionary.h"
 #include "submoe/core/status.h"
 
 namespace submoe::runtime {
 
-enum class ExpertRepresentation { kTernaryDict, kInt };
-// "ternary_dict" / "int" (artifact_format.h)
-const char* representation_name(ExpertRepresentation r);
+// The representation of each routed-expert projection, as recorded:
+// indices into QuantizationConfig::representations.
+using ExpertMatrixReprs = std::array<uint32_t, 3>;  // gate, up, down
 
 struct QuantizationConfig {
   int format_version = 0;
-  ExpertRepresentation representation = ExpertRepresentation::kTernaryDict;
-  // ternary_dict
-  ternary::DictKind code = ternary::DictKind::kQmoe;
-  double p0 = 0.0;
-  std::string dictionary_tensor;
-  // int
-  uint32_t bits = 0;
-  uint32_t group_size = 0;  // 0 = one group per row
+  // The representation records (docs/format.md 9.2), each read strictly by its
+  // registry entry when the artifact opens (runtime/representation.h):
+  // version 1's single "experts" object, or version 2's "representations".
+  std::vector<nlohmann::json> representations;
+  // Where each record sits, for messages ("<file>: quantization_config.experts").
+  std::vector<std::string> record_paths;
+  // Version 2's "expert_matrices": [layer][expert] -> indices; layers without
+  // routed experts hold an empty array. Empty: every matrix uses record 0.
+  std::vector<std::vector<ExpertMatrixReprs>> expert_matrices;
   // Provenance, when written.
   std::string method;  // "gptq" / "rtn"
-  std::string grid;    // "ternary", "int3", "int4-g128", ...
+  std::string grid;    // "ternary", "int3", "int4-g128", "mixed", ...
   std::optional<double> damp;
   std::optional<int64_t> expert_group;
   std::optional<bool> act_order;
   std::optional<bool> true_sequential;
   std::vector<std::string> modules_not_converted;
 
-  // One line, e.g. "ternary_dict (qmoe, p0 0.885), gptq, grid ternary" or
-  // "int (4 bits, group 128), rtn".
-  std::string summary() const;
+  // Index of the record of (layer, expert, projection p).
+  uint32_t record_of(size_t layer, size_t expert, size_t p) const {
+    return expert_matrices.empty() ? 0u : expert_matrices[layer][expert][p];
+  }
 };
 
 // Parses the whole config.json text and reads its "quantization_config"

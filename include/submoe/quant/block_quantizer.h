@@ -1,0 +1,44 @@
+// The quantizer hook of GPTQ-style error feedback: what a representation tells
+// the solver about its code, a block of columns at a time, so one solver
+// (quant/gptq.h) serves scalar grids (block width 1) and vector codes (block
+// width d, where the update is block-LDL feedback) alike.
+//
+// The solver walks the columns of a rows x cols matrix in blocks of
+// block_width(); for every row it calls begin_row once with the row's original
+// values, begin_group at each multiple of group_width() (when non-zero) with
+// the row's CURRENT (error-updated) values of that group, and quantize for each
+// block with the block's current values. Calls for different rows may run
+// concurrently; calls for one row come from one thread, in column order (or,
+// with act-order, in the solver's permuted order; only quantizers with block
+// width 1 and no groups allow that).
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace submoe::quant {
+
+class BlockQuantizer {
+ public:
+  virtual ~BlockQuantizer() = default;
+
+  virtual size_t rows() const = 0;
+  virtual size_t cols() const = 0;
+  // Columns quantized jointly; divides cols().
+  virtual size_t block_width() const = 0;
+  // Columns whose parameters are fitted from their current values when the
+  // solver reaches the first of them (GPTQ's grouped grids); 0 = none.
+  // A multiple of block_width() that divides cols().
+  virtual size_t group_width() const { return 0; }
+
+  // Row r's original values (cols() floats), before any quantize call on r.
+  // Calling it again restarts the row (the solver's RTN fallback does).
+  virtual void begin_row(size_t r, std::span<const float> original) = 0;
+  // Columns [c, c + group_width()) of row r, current values.
+  virtual void begin_group(size_t /*r*/, size_t /*c*/, std::span<const float> /*current*/) {}
+  // Quantizes columns [c, c + block_width()) of row r from `values` (their
+  // current values) and writes their reconstruction to `reconstructed`.
+  virtual void quantize(size_t r, size_t c, const float* values, float* reconstructed) = 0;
+};
+
+}  // namespace submoe::quant

@@ -1,0 +1,167 @@
+// The representation registry: one interface per way of storing a weight
+// matrix (ternary_dict, int, ...), looked up by the name an artifact records
+// for each matrix. The model, the loader, the offload store, the compression
+// pipeline and the CLI iterate over this table and never branch on a name; an
+// unknown name is an error everywhere (docs/architecture.md, "Representations").
+//
+// Two levels:
+//   Representation  a registry entry (stateless): its name, and how to make a
+//                   configured codec from command-line options or from an
+//                   artifact record;
+//   MatrixCodec     one configured representation ("int, 4 bits, group 128"):
+//                   the artifact fields of one matrix (any number, with dtypes
+//                   and shapes), the shared tensors (a dictionary, codebooks),
+//                   validation of untrusted bytes, the reference decoder, the
+//                   LinearOp of each execution mode, and the quantizer hook
+//                   (MatrixEncoder) the compression pipeline drives.
+// Codecs are immutable and shared between threads.
+//
+// Adding a representation: a folder src/runtime/repr/<name>/ with a
+// Representation subclass, and one line in src/runtime/repr/registry.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/io/safetensors.h"
+#include "submoe/model/linear_op.h"
+#include "submoe/quant/block_quantizer.h"
+#include "submoe/runtime/compressed_linear.h"
+
+namespace submoe::runtime {
+
+// One tensor of a packed matrix, in file order. `name` is the field suffix
+// (e.g. "codes"; the artifact's tensor is "<matrix prefix>.<name>").
+struct FieldSpec {
+  std::string name;
+  io::DType dtype = io::DType::kU8;
+  // The exact shape; empty means 1-D of a length the codec validates
+  // (`length_multiple` divides it).
+  std::vector<int64_t> shape;
+  int64_t length_multiple = 1;
+};
+
+// A tensor to write: a packed field (name = field suffix) or a shared tensor
+// (name = full tensor name).
+struct PackedTensor {
+  std::string name;
+  io::DType dtype = io::DType::kU8;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+// The bytes of one matrix's fields in FieldSpec order, untrusted: every byte
+// is validated before a kernel sees it.
+using FieldBytes = std::span<const std::span<const std::byte>>;
+
+// The quantizer hook: the calibration pipeline runs GPTQ / block-LDL feedback
+// (quant/gptq.h) through the BlockQuantizer interface, then asks for the
+// reconstruction and the packed fields. One encoder per matrix.
+class MatrixEncoder : public quant::BlockQuantizer {
+ public:
+  // Whether the matrix is coded in other coordinates (a rotation): then the
+  // pipeline calls prepare on its own copies of W [rows, cols] and H [cols,
+  // cols] (empty for RTN) before quantizing, and prepare rewrites them.
+  virtual bool rotates() const { return false; }
+  virtual Status prepare(std::vector<float>& /*w*/, std::vector<float>& /*h*/) { return Status::ok(); }
+  // After every block was quantized: W_hat [rows, cols] in the source's
+  // coordinates, exactly what the reference decoder gives for pack()'s bytes.
+  virtual std::vector<float> dequantize() const = 0;
+  // The packed fields, in MatrixCodec::fields order.
+  virtual Result<std::vector<PackedTensor>> pack() const = 0;
+};
+
+class Representation;
+
+class MatrixCodec {
+ public:
+  virtual ~MatrixCodec() = default;
+
+  virtual const Representation& representation() const = 0;
+  // The artifact record: {"representation": <name>, <parameters>...} (one entry
+  // of quantization_config.representations, docs/format.md 9.2).
+  virtual nlohmann::json record() const = 0;
+  // One line, e.g. "int (4 bits, group 128)".
+  virtual std::string summary() const = 0;
+  // The grid name of the provenance, e.g. "ternary", "int4-g128".
+  virtual std::string grid_name() const = 0;
+
+  // Whether matrices of this shape can be stored (the loader's check); the
+  // message names the constraint.
+  virtual Status check_shape(uint32_t rows, uint32_t cols) const = 0;
+  // Whether make_encoder can quantize this shape (e.g. a group size dividing
+  // cols, where the format itself allows a partial last group).
+  virtual Status check_encodable(uint32_t rows, uint32_t cols) const { return check_shape(rows, cols); }
+  // The fields of one [rows, cols] matrix in file order.
+  virtual std::vector<FieldSpec> fields(uint32_t rows, uint32_t cols) const = 0;
+  // Tensors shared by every matrix of this codec (stored once per artifact,
+  // before the dense tensors, and counted in the ledger); empty for most.
+  virtual std::vector<PackedTensor> shared_tensors() const { return {}; }
+
+  // The reference decoder: W_hat [rows, cols] row-major, validating `f`.
+  virtual Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const = 0;
+  // The LinearOp of `mode` over validated copies of `f` (kReferenceDecode: a
+  // dense op over decode()).
+  virtual Result<std::unique_ptr<model::LinearOp>> make_op(uint32_t rows, uint32_t cols, FieldBytes f,
+                                                           ExecutionMode mode) const = 0;
+  // The quantizer hook for one [rows, cols] matrix (check_encodable first).
+  virtual Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const = 0;
+};
+
+// How a representation is chosen on the command line (compress --repr ...).
+// A representation refuses options it does not use, naming them.
+struct ReprOptions {
+  std::string name;                    // a registry name or alias
+  std::optional<double> bits;          // --bits
+  std::optional<uint32_t> group_size;  // --group-size
+  std::optional<std::string> code;     // --code (ternary dictionary code)
+  std::optional<double> p0;            // --dict-p0 (ternary dictionary)
+};
+
+// Finds a shared tensor of an artifact by full name (null when absent).
+using TensorLookup = std::function<const io::TensorView*(std::string_view name)>;
+
+class Representation {
+ public:
+  virtual ~Representation() = default;
+  // The registry name recorded in artifacts, e.g. "ternary_dict".
+  virtual std::string_view name() const = 0;
+  // Other spellings accepted on the command line, e.g. "ternary".
+  virtual std::vector<std::string_view> aliases() const { return {}; }
+  // One line for --help.
+  virtual std::string_view help() const = 0;
+  virtual Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& options) const = 0;
+  // `record` is one representations entry; `where` prefixes error messages
+  // (e.g. "config.json: quantization_config.representations[0]"); shared
+  // tensors are found with `tensors` and validated here.
+  virtual Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record,
+                                                                 const std::string& where,
+                                                                 const TensorLookup& tensors) const = 0;
+};
+
+// Every registered representation, in registry order.
+std::span<const Representation* const> representations();
+// By registry name or alias; kInvalidArgument naming the registered ones otherwise.
+Result<const Representation*> find_representation(std::string_view name);
+// "ternary_dict, int" (registry names, for messages and --help).
+std::string representation_names();
+// find_representation(options.name) then from_options.
+Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options);
+// The codec of an artifact record: its "representation" names the entry.
+Result<std::shared_ptr<const MatrixCodec>> codec_from_record(const nlohmann::json& record, const std::string& where,
+                                                             const TensorLookup& tensors);
+
+// Checks one artifact tensor against its field spec (dtype, shape or length
+// rule); the message names the tensor and the field.
+Status check_field(const io::TensorView& t, const FieldSpec& spec);
+
+}  // namespace submoe::runtime
