@@ -1,5 +1,6 @@
-// `submoe bench gemv`: dense f32, dense bf16 and the compressed ternary kernel on
-// working sets larger than the last-level cache (src/kernels/gemv_bench.cpp).
+// `submoe bench gemv`: dense f32, dense bf16 and a compressed kernel (the ternary
+// dictionary code, or residual VQ with --repr rvq) on working sets larger than
+// the last-level cache (src/kernels/gemv_bench.cpp).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/codec/int_packed.h"
+#include "submoe/codec/rvq_format.h"
 #include "submoe/kernels/gemv_bench.h"
 
 namespace submoe::cli {
@@ -36,6 +38,8 @@ struct GemvOptions {
   std::vector<uint32_t> int_bits = {2, 3, 4};
   uint32_t int_group = 128;
   bool no_int = false;
+  std::string repr = "ternary";
+  double bits = 2.0;
   uint64_t seed = 1;
   bool json = false;
 };
@@ -88,6 +92,15 @@ Status run_gemv(const GemvOptions& o) {
   c.int_group = o.int_group;
   for (uint32_t b : c.int_bits) SUBMOE_RETURN_IF_ERROR(intn::check_int_params(b, c.int_group));
   c.seed = o.seed;
+  const bool rvq = o.repr == "rvq";
+  if (rvq) {
+    c.repr = kernels::BenchRepr::kRvq;
+    c.rvq_bits = o.bits;
+    const double st = o.bits * 2.0;
+    if (!(st >= 1.0 && st <= rvq::kRvqMaxStages && st == static_cast<double>(static_cast<int>(st))))
+      return invalid_argument("--bits must be 0.5 .. 4 in steps of 0.5 (stages = 2 x bits)");
+    if (c.cols % rvq::kRvqDim != 0) return invalid_argument("--repr rvq needs cols a multiple of 16");
+  }
 
   ThreadPool pool(o.threads);
   auto progress = [&](const std::string& s) {
@@ -118,17 +131,24 @@ Status run_gemv(const GemvOptions& o) {
   j["compressed_bf16act_us"] = comp_bf16act;
   j["compressed_bf16act_kernel"] = r.compressed_bf16act.kernel;
   j["compressed_bf16act"] = timing_json(r.compressed_bf16act);
-  // The same with the f32 activations quantized to int8 per token (one scale,
-  // ActivationQuant::kInt8; the quantization is part of the timed call).
-  const double comp_i8act = r.compressed_i8act.median_us;
-  j["compressed_i8act_us"] = comp_i8act;
-  j["compressed_i8act_kernel"] = r.compressed_i8act.kernel;
-  j["compressed_i8act"] = timing_json(r.compressed_i8act);
+  j["repr"] = o.repr;
   // Weights of W streamed and decoded per second (a batch decodes each once).
   j["gweights_per_s"] = comp > 0 ? weights / comp * 1e-3 : 0.0;
-  j["bits_per_weight"] = r.ledger.bits_per_weight;
-  j["stream_bits_per_weight"] = r.ledger.stream_bits_per_weight;
-  j["weights_per_codeword"] = r.ledger.weights_per_codeword;
+  const double comp_i8act = r.compressed_i8act.median_us;
+  if (rvq) {
+    j["bits"] = c.rvq_bits;
+    j["stages"] = r.rvq_stages;
+    j["bits_per_weight"] = r.rvq_bits_per_weight;  // codes + f16 scales
+  } else {
+    // The same with the f32 activations quantized to int8 per token (one scale,
+    // ActivationQuant::kInt8; the quantization is part of the timed call).
+    j["compressed_i8act_us"] = comp_i8act;
+    j["compressed_i8act_kernel"] = r.compressed_i8act.kernel;
+    j["compressed_i8act"] = timing_json(r.compressed_i8act);
+    j["bits_per_weight"] = r.ledger.bits_per_weight;
+    j["stream_bits_per_weight"] = r.ledger.stream_bits_per_weight;
+    j["weights_per_codeword"] = r.ledger.weights_per_codeword;
+  }
   if (c.dense) {
     j["dense_f32_us"] = r.dense_f32.median_us;
     j["dense_bf16_us"] = r.dense_bf16.median_us;
@@ -137,7 +157,7 @@ Status run_gemv(const GemvOptions& o) {
     j["ratio_vs_bf16"] = r.dense_bf16.median_us > 0 ? comp / r.dense_bf16.median_us : 0.0;
     j["ratio_vs_f32"] = r.dense_f32.median_us > 0 ? comp / r.dense_f32.median_us : 0.0;
     j["ratio_vs_bf16_bf16act"] = r.dense_bf16.median_us > 0 ? comp_bf16act / r.dense_bf16.median_us : 0.0;
-    j["ratio_vs_bf16_i8act"] = r.dense_bf16.median_us > 0 ? comp_i8act / r.dense_bf16.median_us : 0.0;
+    if (!rvq) j["ratio_vs_bf16_i8act"] = r.dense_bf16.median_us > 0 ? comp_i8act / r.dense_bf16.median_us : 0.0;
     j["dense_bf16_gb_per_s"] = r.dense_bf16.median_us > 0 ? weights * 2 / r.dense_bf16.median_us * 1e-3 : 0.0;
   }
   nlohmann::json ints = nlohmann::json::array();
@@ -166,9 +186,15 @@ Status run_gemv(const GemvOptions& o) {
     std::cout << j.dump() << "\n";
     return Status::ok();
   }
-  std::printf("bench gemv %ux%u batch %u, %u thread(s), %s, %s code, data p0 %.3f (dictionary %.3f), %.3f bits/weight\n",
-              c.rows, c.cols, c.batch, r.threads, isa_name(c.isa), o.code.c_str(), c.p0, r.dictionary_p0,
-              r.ledger.bits_per_weight);
+  if (rvq) {
+    std::printf("bench gemv %ux%u batch %u, %u thread(s), %s, rvq %u stages, %.3f bits/weight (codes + scales)\n",
+                c.rows, c.cols, c.batch, r.threads, isa_name(c.isa), r.rvq_stages, r.rvq_bits_per_weight);
+  } else {
+    std::printf(
+        "bench gemv %ux%u batch %u, %u thread(s), %s, %s code, data p0 %.3f (dictionary %.3f), %.3f bits/weight\n",
+        c.rows, c.cols, c.batch, r.threads, isa_name(c.isa), o.code.c_str(), c.p0, r.dictionary_p0,
+        r.ledger.bits_per_weight);
+  }
   auto line = [&](const char* name, const GemvTiming& t) {
     std::printf("  %-11s %-36s median %8.1f us  min %8.1f  p90 %8.1f  cpu %8.1f us  (%u x %.1f MiB)\n", name,
                 t.kernel.c_str(), t.median_us, t.min_us, t.p90_us, t.cpu_median_us, t.matrices,
@@ -180,16 +206,21 @@ Status run_gemv(const GemvOptions& o) {
   }
   line("compressed", r.compressed);
   line("  bf16 x", r.compressed_bf16act);
-  line("  int8 x", r.compressed_i8act);
+  if (!rvq) line("  int8 x", r.compressed_i8act);
   for (const GemvBenchResult::IntTiming& it : r.ints) {
     line(("int" + std::to_string(it.bits) + " g" + std::to_string(c.int_group)).c_str(), it.timing);
   }
   if (c.batch > 1) line("batch 1", r.compressed_batch1);
   std::printf("  compressed: %.2f Gweights/s", comp > 0 ? weights / comp * 1e-3 : 0.0);
   if (c.dense) {
-    std::printf(", %.3f x dense bf16 (%.3f with bf16 activations, %.3f with int8), %.3f x dense f32",
-                j["ratio_vs_bf16"].get<double>(), j["ratio_vs_bf16_bf16act"].get<double>(),
-                j["ratio_vs_bf16_i8act"].get<double>(), j["ratio_vs_f32"].get<double>());
+    if (rvq) {
+      std::printf(", %.3f x dense bf16 (%.3f with bf16 activations), %.3f x dense f32", j["ratio_vs_bf16"].get<double>(),
+                  j["ratio_vs_bf16_bf16act"].get<double>(), j["ratio_vs_f32"].get<double>());
+    } else {
+      std::printf(", %.3f x dense bf16 (%.3f with bf16 activations, %.3f with int8), %.3f x dense f32",
+                  j["ratio_vs_bf16"].get<double>(), j["ratio_vs_bf16_bf16act"].get<double>(),
+                  j["ratio_vs_bf16_i8act"].get<double>(), j["ratio_vs_f32"].get<double>());
+    }
   }
   if (c.batch > 1) std::printf(", per token %.3f x its batch-1 time", j["per_token_ratio_vs_batch1"].get<double>());
   std::printf("\n");
@@ -218,7 +249,11 @@ void setup_gemv(CLI::App& bench) {
       "descheduled; with several threads it covers the caller's share of the rows), and for\n"
       "batch > 1 compressed_per_token_us, compressed_batch1_us and per_token_ratio_vs_batch1\n"
       "(compressed per-token time / compressed batch-1 time); \"int\": one entry per --int-bits with the\n"
-      "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16.");
+      "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16.\n"
+      "--repr rvq --bits R: the compressed kernel is the residual-VQ LUT kernel (kernels/rvq_gemv.h) on\n"
+      "matrices of 2R stages of uniformly random code bytes and shared random codebooks, with f32 and\n"
+      "bf16 activations (no int8 variant, no n-bit kernels); the same keys, plus repr, bits, stages and\n"
+      "bits_per_weight = codes + f16 scales (the shared codebooks not counted).");
   cmd->add_option("--shape", o->shape, "Matrix shape RxC: rows (outputs) x cols (inputs)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Tokens per call, 1..64")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (rows split across them)")
@@ -245,6 +280,11 @@ void setup_gemv(CLI::App& bench) {
   cmd->add_option("--int-group", o->int_group, "Group size of the n-bit grids (0 = one scale per row)")
       ->capture_default_str();
   cmd->add_flag("--no-int", o->no_int, "Skip the n-bit kernels");
+  cmd->add_option("--repr", o->repr, "Compressed representation: ternary (dictionary code) or rvq (residual VQ)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ternary", "rvq"}));
+  cmd->add_option("--bits", o->bits, "--repr rvq: bits per weight of the codes, 0.5 .. 4 in steps of 0.5")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed of the data")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("bench gemv", run_gemv(*o)); });

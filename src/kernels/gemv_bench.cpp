@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "submoe/core/thread_pool.h"
 
@@ -196,6 +197,46 @@ Result<IntWorkingSet> make_int_working_set(uint32_t bits, uint32_t group_size, u
   return s;
 }
 
+rvq::RvqView RvqWorkingSet::view(size_t i) const {
+  return {rows, cols, stages, copies[i].codes.data(), copies[i].scales.data(), codebooks.data()};
+}
+
+Result<RvqWorkingSet> make_rvq_working_set(uint32_t rows, uint32_t cols, uint32_t stages, uint32_t count,
+                                           uint64_t seed) {
+  if (rows == 0 || cols == 0 || cols % rvq::kRvqDim != 0)
+    return invalid_argument("make_rvq_working_set: cols must be a positive multiple of 16, got " + std::to_string(cols));
+  if (stages < 1 || stages > rvq::kRvqMaxStages)
+    return invalid_argument("make_rvq_working_set: stages must be in 1..8, got " + std::to_string(stages));
+  RvqWorkingSet s;
+  s.rows = rows;
+  s.cols = cols;
+  s.stages = stages;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  s.codebooks.resize(size_t{stages} * rvq::kRvqCodebookFloats);
+  for (size_t i = 0; i < s.codebooks.size(); ++i) {
+    // Residual stages shrink, as a trained RVQ's do.
+    s.codebooks[i] = std::ldexp(nd(rng), -static_cast<int>(i / rvq::kRvqCodebookFloats));
+  }
+  const size_t ncodes = size_t{rows} * rvq::rvq_groups(cols) * stages;
+  s.copies.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    RvqWorkingSet::Copy c;
+    c.codes.reset(ncodes, false);
+    c.scales.reset(rows, false);
+    size_t k = 0;
+    for (; k + 8 <= ncodes; k += 8) {
+      const uint64_t v = rng();
+      std::memcpy(c.codes.data() + k, &v, 8);
+    }
+    for (; k < ncodes; ++k) c.codes[k] = static_cast<uint8_t>(rng());
+    for (uint32_t r = 0; r < rows; ++r)
+      c.scales[r] = float_to_f16_bits(0.01f * (1.0f + static_cast<float>(rng() % 1024) / 1024.0f));
+    s.copies.push_back(std::move(c));
+  }
+  return s;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -277,6 +318,12 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
   if (c.rows == 0 || c.cols == 0) return invalid_argument("bench gemv: shape must be positive");
   if (c.batch < 1 || c.batch > kMaxKernelBatch) return invalid_argument("bench gemv: batch outside 1..64");
   if (c.iters == 0) return invalid_argument("bench gemv: iters must be >= 1");
+  if (c.repr == BenchRepr::kRvq) {  // checked before any working set is built
+    const double st = c.rvq_bits * 2.0;
+    if (!(st >= 1.0 && st <= rvq::kRvqMaxStages && st == std::floor(st)))
+      return invalid_argument("bench gemv: rvq bits must be 0.5 .. 4 in steps of 0.5");
+    if (c.cols % rvq::kRvqDim != 0) return invalid_argument("bench gemv: rvq needs cols a multiple of 16");
+  }
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -311,6 +358,37 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
                          return gemm_dense(dk, ws->view(i), x.data(), c.cols, c.batch, out, pool);
                        }, {}, {}});
     }
+  }
+
+  if (c.repr == BenchRepr::kRvq) {
+    // The RVQ LUT kernel takes the place of the ternary ones (same keys): f32
+    // and bf16 activations, and its batch-1 reference when batch > 1.
+    const double stages_d = c.rvq_bits * 2.0;
+    const auto stages = static_cast<uint32_t>(stages_d);
+    const size_t bytes = rvq::rvq_matrix_bytes(c.rows, c.cols, stages);
+    const uint32_t n = working_set_matrices(bytes, c.min_matrices, c.llc_factor);
+    say("rvq " + std::to_string(stages) + " stages: " + std::to_string(n) + " matrices, " +
+        std::to_string((n * bytes) >> 20) + " MiB");
+    SUBMOE_ASSIGN_OR_RETURN(RvqWorkingSet rs, make_rvq_working_set(c.rows, c.cols, stages, n, c.seed));
+    res.rvq_stages = stages;
+    res.rvq_bits_per_weight = static_cast<double>(bytes) * 8.0 / (static_cast<double>(c.rows) * c.cols);
+    const RvqGemvKernels& rk = rvq_gemv_kernels(c.isa);
+    std::vector<float> rvq_workspace(rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, c.batch));
+    auto add_rvq = [&](GemvTiming* t, uint32_t batch, ActivationType type) {
+      t->kernel = rvq_kernel_name(rk, batch);
+      t->bytes_per_matrix = bytes;
+      const ActivationsView xv = type == ActivationType::kF32 ? ActivationsView::f32(x.data(), batch, c.cols)
+                                                              : ActivationsView::bf16(x_bf16.data(), batch, c.cols);
+      timed.push_back({t, n, [&, xv](uint32_t i) {
+                         return gemm_rvq(rk, rs.view(i), xv, out, rvq_workspace, pool);
+                       }, {}, {}});
+    };
+    add_rvq(&res.compressed, c.batch, ActivationType::kF32);
+    add_rvq(&res.compressed_bf16act, c.batch, ActivationType::kBF16);
+    if (c.batch > 1) add_rvq(&res.compressed_batch1, 1, ActivationType::kF32);
+    say("timing " + std::to_string(timed.size()) + " kernels interleaved, " + std::to_string(c.iters) + " rounds");
+    SUBMOE_RETURN_IF_ERROR(time_interleaved(timed, c.iters));
+    return res;
   }
 
   const double dict_p0 = c.dict_p0 >= 0 ? c.dict_p0 : c.p0;

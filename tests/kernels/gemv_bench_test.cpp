@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "submoe/codec/int_packed.h"
+#include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
 
 namespace submoe::kernels {
@@ -71,6 +73,60 @@ TEST(GemvBench, SmallRunTimesEveryKernel) {
     }
     EXPECT_GT(r->ledger.bits_per_weight, 0.0);
   }
+}
+
+TEST(GemvBench, RvqWorkingSetCopiesAreDistinctAndShareTheCodebooks) {
+  Result<RvqWorkingSet> s = make_rvq_working_set(9, 48, 3, 3, 2);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_EQ(s->copies.size(), 3u);
+  EXPECT_EQ(s->bytes_per_matrix(), 9u * 3 * 3 + 9 * 2);
+  for (size_t i = 0; i < 3; ++i) {
+    const rvq::RvqView v = s->view(i);
+    EXPECT_EQ(v.codebooks, s->codebooks.data());
+    EXPECT_EQ(v.stages, 3u);
+    for (uint32_t r = 0; r < 9; ++r) EXPECT_GT(f16_bits_to_float(v.scales[r]), 0.0f);
+  }
+  EXPECT_FALSE(std::equal(s->view(0).codes, s->view(0).codes + 81, s->view(1).codes));
+  EXPECT_FALSE(make_rvq_working_set(4, 40, 2, 1, 1).is_ok());  // cols not a multiple of 16
+  EXPECT_FALSE(make_rvq_working_set(4, 32, 9, 1, 1).is_ok());
+}
+
+TEST(GemvBench, RvqRunTimesDenseAndTheLutKernel) {
+  ThreadPool pool(2);
+  for (uint32_t batch : {1u, 3u}) {
+    GemvBenchConfig c;
+    c.rows = 50;
+    c.cols = 320;
+    c.batch = batch;
+    c.iters = 3;
+    c.min_matrices = 3;
+    c.llc_factor = 0;
+    c.isa = best_isa();
+    c.repr = BenchRepr::kRvq;
+    c.rvq_bits = 1.5;
+    Result<GemvBenchResult> r = run_gemv_bench(c, &pool);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(r->rvq_stages, 3u);
+    EXPECT_DOUBLE_EQ(r->rvq_bits_per_weight, 1.5 + 16.0 / 320);
+    EXPECT_TRUE(r->ints.empty());
+    std::vector<const GemvTiming*> all = {&r->dense_f32, &r->dense_bf16, &r->compressed, &r->compressed_bf16act};
+    if (batch > 1) all.push_back(&r->compressed_batch1);
+    for (const GemvTiming* t : all) {
+      EXPECT_FALSE(t->kernel.empty());
+      EXPECT_EQ(t->samples, 3u) << t->kernel;
+      EXPECT_GT(t->median_us, 0.0) << t->kernel;
+      EXPECT_GE(t->matrices, 3u) << t->kernel;
+    }
+    EXPECT_EQ(r->compressed.kernel, rvq_kernel_name(rvq_gemv_kernels(c.isa), batch));
+    EXPECT_EQ(r->compressed_i8act.samples, 0u);
+  }
+  GemvBenchConfig bad;
+  bad.repr = BenchRepr::kRvq;
+  bad.rvq_bits = 1.25;
+  bad.llc_factor = 0;
+  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());
+  bad.rvq_bits = 4.5;
+  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Benchmark harness shared by `submoe bench gemv` and bench/bench_gemv.cpp: dense
-// f32, dense bf16 and the compressed ternary kernel on working sets of distinct
+// f32, dense bf16 and a compressed kernel (the ternary dictionary code, or the
+// residual-VQ LUT kernel with --repr rvq) on working sets of distinct
 // matrices larger than the last-level cache (as the experts of an MoE layer are),
 // cycled through so every call streams its weights from DRAM.
 #pragma once
@@ -17,6 +18,7 @@
 #include "submoe/core/status.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/int_gemv.h"
+#include "submoe/kernels/rvq_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 
 namespace submoe {
@@ -80,6 +82,26 @@ struct IntWorkingSet {
 Result<IntWorkingSet> make_int_working_set(uint32_t bits, uint32_t group_size, uint32_t rows, uint32_t cols,
                                            uint32_t count, uint64_t seed);
 
+// A working set of residual-VQ matrices (codec/rvq_format.h) sharing one set of
+// random codebooks: every copy has its own uniformly random code bytes and
+// f16 scales in its own allocations.
+struct RvqWorkingSet {
+  uint32_t rows = 0, cols = 0, stages = 0;
+  std::vector<float> codebooks;  // stages x 256 x 16
+  struct Copy {
+    AlignedBuffer<uint8_t> codes;
+    AlignedBuffer<uint16_t> scales;
+  };
+  std::vector<Copy> copies;
+  rvq::RvqView view(size_t i) const;
+  size_t bytes_per_matrix() const { return rvq::rvq_matrix_bytes(rows, cols, stages); }  // codes + scales
+};
+Result<RvqWorkingSet> make_rvq_working_set(uint32_t rows, uint32_t cols, uint32_t stages, uint32_t count,
+                                           uint64_t seed);
+
+// What `compressed` times: the ternary dictionary kernels, or the RVQ LUT kernel.
+enum class BenchRepr : uint8_t { kTernary = 0, kRvq = 1 };
+
 struct GemvBenchConfig {
   uint32_t rows = 2080;
   uint32_t cols = 6144;
@@ -93,6 +115,8 @@ struct GemvBenchConfig {
   bool dense = true;           // also time dense f32 and bf16
   std::vector<uint32_t> int_bits = {2, 3, 4};  // n-bit kernels to time next to them (empty: none)
   uint32_t int_group = 128;                     // their group size (0 = per row)
+  BenchRepr repr = BenchRepr::kTernary;
+  double rvq_bits = 2.0;       // kRvq: bits per weight of the codes (0.5 .. 4 in steps of 0.5; stages = 2 x bits)
   Isa isa = Isa::kScalar;      // kernels to time (the caller passes best_isa() by default)
   uint64_t seed = 1;
 };
@@ -119,15 +143,17 @@ struct GemvBenchResult {
   GemvTiming dense_bf16;
   GemvTiming compressed;          // f32 activations
   GemvTiming compressed_bf16act;  // the same matrices with the activations as bf16
-  GemvTiming compressed_i8act;    // the same with f32 activations quantized to int8 (ActivationQuant::kInt8)
+  GemvTiming compressed_i8act;    // ternary only: f32 activations quantized to int8 (ActivationQuant::kInt8)
   GemvTiming compressed_batch1;   // only when batch > 1: the per-token reference (f32 activations)
+  uint32_t rvq_stages = 0;            // kRvq: stages of the matrices
+  double rvq_bits_per_weight = 0;     // kRvq: codes + f16 scales (the shared codebooks not counted)
   struct IntTiming {
     uint32_t bits = 0;
     double bits_per_weight = 0;  // codes + f16 scales + zeros
     GemvTiming timing;
   };
   std::vector<IntTiming> ints;  // one per config.int_bits
-  ternary::TernaryLedger ledger;  // of one working-set matrix
+  ternary::TernaryLedger ledger;  // ternary: of one working-set matrix
   double dictionary_p0 = 0;
 };
 

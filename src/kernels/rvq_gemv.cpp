@@ -1,0 +1,219 @@
+// Driver of the residual-VQ LUT kernels: argument checks, activation
+// preparation, the workspace layout, the two phases of a call (table blocks
+// split across the pool, then rows split across it) per slab of tokens, and
+// dispatch to the ISA table chosen by the caller.
+#include "submoe/kernels/rvq_gemv.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/rvq_gemv_internal.h"
+#include "row_dispatch.h"
+#include "submoe/core/thread_pool.h"
+#include "workspace_layout.h"
+
+namespace submoe::kernels {
+
+namespace {
+
+using detail::activation;
+using detail::align_up;
+using detail::kAlignFloats;
+
+const RvqGemvKernels kScalarKernels = {
+    Isa::kScalar,
+    "gemv_f32_rvq_lut_scalar", detail::rvq_build_tp1_scalar, detail::rvq_rows_tp1_scalar,
+    "gemm_f32_rvq_lut_slab_scalar", detail::rvq_build_slab_scalar, detail::rvq_rows_slab_scalar,
+    8, 1,
+};
+
+const RvqGemvKernels kAvx2Kernels = {
+    Isa::kAvx2,
+    "gemv_f32_rvq_lut_gather_avx2", detail::rvq_build_tp1_avx2, detail::rvq_rows_tp1_avx2,
+    "gemm_f32_rvq_lut_slab_avx2", detail::rvq_build_slab_avx2, detail::rvq_rows_slab_avx2,
+    8, 4,
+};
+
+const RvqGemvKernels kAvx512Kernels = {
+    Isa::kAvx512,
+    "gemv_f32_rvq_lut_gather_avx512", detail::rvq_build_tp1_avx512, detail::rvq_rows_tp1_avx512,
+    "gemm_f32_rvq_lut_slab_avx512", detail::rvq_build_slab_avx512, detail::rvq_rows_slab_avx512,
+    16, 4,
+};
+
+// Bytes of table one column tile of the row pass reads (half of a 512 KiB L2).
+// Measured on Zen 3 at 2080 x 6144, batch 1 (hot, CPU time, noisy machine):
+// 0.75-0.87 ns per lookup with 256 KiB tiles, 1.1 untiled (1.5 MiB table from
+// L3), 1.4 with 16 KiB (L1-sized) tiles and 2.2 with 64 KiB: small tiles cost
+// more in per-row overhead and strided code reads than they save in L1 hits.
+// Tiles are at least 16 blocks (the AVX-512 gather step) and a multiple of 16.
+constexpr size_t kTileBytesTp1 = 256 << 10;
+constexpr size_t kTileBytesSlab = 256 << 10;
+
+uint32_t tile_blocks(uint32_t token_pad) {
+  const size_t bytes = token_pad == 1 ? kTileBytesTp1 : kTileBytesSlab;
+  const size_t per_block = size_t{rvq::kRvqEntries} * token_pad * sizeof(float);
+  return static_cast<uint32_t>(std::max<size_t>(16, bytes / per_block / 16 * 16));
+}
+
+size_t round_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+
+struct Layout {
+  size_t cbt = 0, xs = 0, table = 0, part = 0, total = 0;
+};
+
+Layout workspace_layout(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, uint32_t stages, uint32_t batch) {
+  const uint32_t tp = batch == 1 ? 1 : rvq_token_pad(k, std::min(batch, k.slab));
+  const size_t n = size_t{rvq::rvq_groups(cols)} * stages;
+  Layout l;
+  l.cbt = 0;
+  l.xs = l.cbt + round_floats(size_t{stages} * rvq::kRvqCodebookFloats);
+  l.table = l.xs + round_floats(size_t{batch} * cols);
+  l.part = l.table + round_floats(n * rvq::kRvqEntries * tp);
+  l.total = kAlignFloats + l.part + round_floats(size_t{rows} * tp);
+  return l;
+}
+
+Status check_args(const RvqGemvKernels& k, const rvq::RvqView& w, const ActivationsView& x, const OutputView& y,
+                  std::span<float> workspace) {
+  if (k.gemv_build == nullptr || k.gemv_rows == nullptr || k.gemm_build == nullptr || k.gemm_rows == nullptr ||
+      k.slab == 0 || k.slab > 16)
+    return invalid_argument("gemm_rvq: empty kernel table");
+  if (x.batch < 1 || x.batch > kMaxKernelBatch)
+    return invalid_argument("gemm_rvq: batch " + std::to_string(x.batch) + " outside 1.." +
+                            std::to_string(kMaxKernelBatch));
+  if (w.rows == 0 || w.cols == 0 || w.cols % rvq::kRvqDim != 0)
+    return invalid_argument("gemm_rvq: shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols) +
+                            " (cols must be a positive multiple of 16)");
+  if (w.stages < 1 || w.stages > rvq::kRvqMaxStages)
+    return invalid_argument("gemm_rvq: stages " + std::to_string(w.stages) + " outside 1.." +
+                            std::to_string(rvq::kRvqMaxStages));
+  if (w.codes == nullptr || w.scales == nullptr || w.codebooks == nullptr)
+    return invalid_argument("gemm_rvq: packed matrix has null arrays");
+  if (y.data == nullptr) return invalid_argument("gemm_rvq: null output");
+  if (x.batch > 1 && y.stride < w.rows) return invalid_argument("gemm_rvq: output stride < rows");
+  if (x.data == nullptr) return invalid_argument("gemm_rvq: null activations");
+  if (x.type != ActivationType::kF32 && x.type != ActivationType::kBF16)
+    return invalid_argument("gemm_rvq: unknown activation type");
+  if (x.batch > 1 && x.stride < w.cols) return invalid_argument("gemm_rvq: activation stride < cols");
+  const size_t need = rvq_gemm_workspace_floats(k, w.rows, w.cols, w.stages, x.batch);
+  if (workspace.size() < need)
+    return invalid_argument("gemm_rvq: workspace of " + std::to_string(workspace.size()) + " floats, need " +
+                            std::to_string(need));
+  return Status::ok();
+}
+
+// cbt[s][j][c] = codebook[s][c][j]: the one-token table build broadcasts x_j
+// into 8-16 consecutive entries. S x 4096 floats per call (a few microseconds,
+// next to the table build's S x cols x 256 multiply-adds).
+void transpose_codebooks(const rvq::RvqView& w, float* cbt) {
+  for (uint32_t s = 0; s < w.stages; ++s) {
+    const float* cb = w.codebook(s);
+    float* dst = cbt + size_t{s} * rvq::kRvqCodebookFloats;
+    for (uint32_t c = 0; c < rvq::kRvqEntries; ++c)
+      for (uint32_t j = 0; j < rvq::kRvqDim; ++j) dst[j * rvq::kRvqEntries + c] = cb[c * rvq::kRvqDim + j];
+  }
+}
+
+// Table blocks of one slab: split across the pool when there are enough.
+void build_table(RvqBuildFn fn, const RvqGemmArgs& a, uint32_t blocks, ThreadPool* pool) {
+  constexpr size_t kGrain = 16;
+  if (pool == nullptr || pool->num_threads() <= 1 || blocks < 2 * kGrain) {
+    fn(a, 0, blocks);
+    return;
+  }
+  pool->parallel_for_dynamic(blocks, kGrain, [&](size_t begin, size_t end, int) {
+    fn(a, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
+  });
+}
+
+}  // namespace
+
+const RvqGemvKernels& rvq_gemv_kernels(Isa isa) {
+  return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, kAvx512Kernels);
+}
+
+const RvqGemvKernels& best_rvq_gemv_kernels() {
+  static const RvqGemvKernels& best = rvq_gemv_kernels(best_isa());
+  return best;
+}
+
+const char* rvq_kernel_name(const RvqGemvKernels& k, uint32_t batch) {
+  return batch <= 1 ? k.gemv_name : k.gemm_name;
+}
+
+uint32_t rvq_token_pad(const RvqGemvKernels& k, uint32_t tokens) {
+  return std::max(k.min_token_pad, std::bit_ceil(std::max(tokens, 1u)));
+}
+
+size_t rvq_gemm_workspace_floats(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, uint32_t stages,
+                                 uint32_t batch) {
+  return workspace_layout(k, rows, cols, std::max(stages, 1u), std::max(batch, 1u)).total;
+}
+
+double rvq_error_bound(uint64_t n, double sum_abs_products, double abs_scale) {
+  const double u = std::ldexp(1.0, -24);
+  auto gamma = [u](double k) { return k * u / (1.0 - k * u); };
+  const double g16 = gamma(16.0);
+  const double gn = gamma(static_cast<double>(n > 0 ? n - 1 : 0));
+  return abs_scale * sum_abs_products * ((g16 + gn * (1.0 + g16)) * (1.0 + u) + u);
+}
+
+Status gemm_rvq(const RvqGemvKernels& kernels, const rvq::RvqView& w, const ActivationsView& x, const OutputView& y,
+                std::span<float> workspace, ThreadPool* pool) {
+  SUBMOE_RETURN_IF_ERROR(check_args(kernels, w, x, y, workspace));
+  const Layout l = workspace_layout(kernels, w.rows, w.cols, w.stages, x.batch);
+  float* base = align_up(workspace.data());
+  float* xs = base + l.xs;
+  for (uint32_t t = 0; t < x.batch; ++t) {
+    float* dst = xs + size_t{t} * w.cols;
+    if (x.type == ActivationType::kF32) {
+      std::memcpy(dst, static_cast<const float*>(x.data) + t * x.stride, sizeof(float) * w.cols);
+    } else {
+      for (uint32_t c = 0; c < w.cols; ++c) dst[c] = activation(x, t, c);
+    }
+  }
+  const uint32_t blocks = w.groups() * w.stages;
+  // Row chunks are large: each chunk reads the whole table once (from L2/L3),
+  // so about two per thread balance a slow thread without re-reading it often.
+  const size_t threads = pool ? static_cast<size_t>(std::max(pool->num_threads(), 1)) : 1;
+  const size_t row_grain = std::max<size_t>(16, (w.rows + 2 * threads - 1) / (2 * threads) + 15) / 16 * 16;
+
+  RvqGemmArgs a;
+  a.w = w;
+  a.x_stride = w.cols;
+  a.table = base + l.table;
+  a.part = base + l.part;
+  a.y_stride = y.stride;
+  if (x.batch == 1) {
+    transpose_codebooks(w, base + l.cbt);
+    a.cbt = base + l.cbt;
+    a.xs = xs;
+    a.tokens = 1;
+    a.token_pad = 1;
+    a.tile_blocks = tile_blocks(1);
+    a.y = y.data;
+    build_table(kernels.gemv_build, a, blocks, pool);
+    detail::run_rows(kernels.gemv_rows, a, w.rows, row_grain, pool);
+    return Status::ok();
+  }
+  // Slab tables are 4-16x larger (12.6 MB at 2080 x 6144 x 8 tokens) and each
+  // chunk re-reads all of it: about one chunk per thread (run_rows keeps a
+  // matrix under two grains on the calling thread).
+  const size_t slab_grain = std::max<size_t>(16, w.rows / threads / 16 * 16);
+  for (uint32_t t0 = 0; t0 < x.batch; t0 += kernels.slab) {
+    a.tokens = std::min(kernels.slab, x.batch - t0);
+    a.token_pad = rvq_token_pad(kernels, a.tokens);
+    a.tile_blocks = tile_blocks(a.token_pad);
+    a.xs = xs + size_t{t0} * w.cols;
+    a.y = y.data + size_t{t0} * y.stride;
+    build_table(kernels.gemm_build, a, blocks, pool);
+    detail::run_rows(kernels.gemm_rows, a, w.rows, slab_grain, pool);
+  }
+  return Status::ok();
+}
+
+}  // namespace submoe::kernels
