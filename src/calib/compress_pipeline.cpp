@@ -52,6 +52,7 @@ json job_identity(const CompressOptions& o, const runtime::MatrixCodec& codec, c
           {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
           {"grid", codec.grid_name()},
           {"representation", codec.record()},
+          {"representation_provenance", codec.provenance()},
           {"damp", o.damp},
           {"expert_group", o.expert_group},
           {"act_order", o.act_order},
@@ -380,7 +381,11 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
       {"natural_sparsity", summary.natural_sparsity},
       {"layers", layers}};
   provenance["representations"] = json::array();
-  for (const auto& codec_k : packer->codecs()) provenance["representations"].push_back(codec_k->record());
+  for (const auto& codec_k : packer->codecs()) {
+    json r = codec_k->record();
+    if (!codec_k->provenance().is_null()) r["writer"] = codec_k->provenance();
+    provenance["representations"].push_back(r);
+  }
 
   detail::AssemblyInputs ai;
   ai.options = &o;

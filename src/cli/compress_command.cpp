@@ -19,10 +19,12 @@ struct CompressCli {
   std::string grid, repr, code;
   double bits = 0, dict_p0 = 0;
   uint32_t group_size = 0;
-  CLI::Option *grid_opt = nullptr, *repr_opt = nullptr, *bits_opt = nullptr, *group_opt = nullptr,
+  CLI::Option *method_opt = nullptr, *grid_opt = nullptr, *repr_opt = nullptr, *bits_opt = nullptr, *group_opt = nullptr,
               *code_opt = nullptr, *p0_opt = nullptr;
   std::vector<int32_t> mask_ids;
   bool no_default_mask = false;
+  std::vector<std::string> repr_opts;
+  bool no_rht = false, no_ldl = false;
   bool json = false;
   bool quiet = false;
 };
@@ -129,6 +131,13 @@ Result<runtime::ReprOptions> repr_options(const CompressCli& c) {
   if (c.group_opt->count()) r.group_size = c.group_size;
   if (c.code_opt->count()) r.code = c.code;
   if (c.p0_opt->count()) r.p0 = c.dict_p0;
+  for (const std::string& kv : c.repr_opts) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalid_argument("--repr-opt takes KEY=VALUE, got '" + kv + "'");
+    r.extra.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (c.no_rht) r.extra.emplace_back("rht", "off");
   return r;
 }
 
@@ -140,6 +149,12 @@ Status run_compress(CompressCli& c) {
   else
     return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
   SUBMOE_ASSIGN_OR_RETURN(c.o.repr, repr_options(c));
+  if (c.no_ldl) {
+    // Error feedback off: every block rounded from its own values (RTN on the
+    // representation's code), the seed's "no LDL" ablation.
+    if (c.method_opt->count() && c.method != "rtn") return invalid_argument("--no-ldl is --method rtn; not with --method " + c.method);
+    c.o.method = calib::QuantMethod::kRtn;
+  }
   c.o.mask_token_ids = c.mask_ids;
   c.o.default_mask = !c.no_default_mask;
   calib::ProgressFn progress;
@@ -170,7 +185,7 @@ void setup(CLI::App& root) {
       ->required();
   cmd->add_option("--calib", c->o.calib_path, "UTF-8 calibration text file")->required();
   cmd->add_option("--out", c->o.out_dir, "artifact directory to write")->required();
-  cmd->add_option("--method", c->method, "gptq (Hessian-aware, default) or rtn (round to nearest)")
+  c->method_opt = cmd->add_option("--method", c->method, "gptq (Hessian-aware, default) or rtn (round to nearest)")
       ->capture_default_str();
   std::string repr_help = "representation of the routed experts (default ternary_dict); registered:";
   for (const runtime::Representation* r : runtime::representations()) repr_help += "\n  " + std::string(r->help());
@@ -178,6 +193,12 @@ void setup(CLI::App& root) {
   c->bits_opt = cmd->add_option("--bits", c->bits, "bits per weight of the representation (int: 2, 3 or 4)");
   c->grid_opt = cmd->add_option("--grid", c->grid,
                                 "older spelling: ternary (= --repr ternary_dict) or int2|int3|int4 (= --repr int --bits N)");
+  cmd->add_option("--repr-opt", c->repr_opts,
+                  "KEY=VALUE option of the representation (repeatable), e.g. rvq's beam=8, train_vectors=65536,\n"
+                  "iters=20, seed=1, rht=on|off; a representation refuses keys it does not know");
+  cmd->add_flag("--no-rht", c->no_rht, "ablation: no incoherence rotation (= --repr-opt rht=off; rvq)");
+  cmd->add_flag("--no-ldl", c->no_ldl,
+                "ablation: no error feedback, each block rounded from its own values (= --method rtn)");
   c->group_opt = cmd->add_option("--group-size", c->group_size,
                                  "int: columns per scale group (32, 64, 128); 0 = per row (default)");
   c->code_opt = cmd->add_option("--code", c->code,

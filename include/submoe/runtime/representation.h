@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -90,6 +91,9 @@ class MatrixCodec {
   // The artifact record: {"representation": <name>, <parameters>...} (one entry
   // of quantization_config.representations, docs/format.md 9.2).
   virtual nlohmann::json record() const = 0;
+  // How the writer chose what the record does not say (encoder and training
+  // settings), for the manifest's provenance; null when nothing.
+  virtual nlohmann::json provenance() const { return nullptr; }
   // One line, e.g. "int (4 bits, group 128)".
   virtual std::string summary() const = 0;
   // The grid name of the provenance, e.g. "ternary", "int4-g128".
@@ -125,7 +129,12 @@ struct ReprOptions {
   std::optional<uint32_t> group_size;  // --group-size
   std::optional<std::string> code;     // --code (ternary dictionary code)
   std::optional<double> p0;            // --dict-p0 (ternary dictionary)
+  // --repr-opt KEY=VALUE: a representation's own options, in command-line order.
+  std::vector<std::pair<std::string, std::string>> extra;
 };
+
+// kInvalidArgument naming the first --repr-opt, for representations that take none.
+Status refuse_extra_options(const ReprOptions& options, std::string_view representation);
 
 // Finds a shared tensor of an artifact by full name (null when absent).
 using TensorLookup = std::function<const io::TensorView*(std::string_view name)>;

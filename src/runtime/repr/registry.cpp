@@ -3,16 +3,18 @@
 #include <array>
 
 #include "runtime/repr/int/int_representation.h"
+#include "runtime/repr/rvq/rvq_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 2>& registry() {
-  static const std::array<const Representation*, 2> r = {
+const std::array<const Representation*, 3>& registry() {
+  static const std::array<const Representation*, 3> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
+      &repr::rvq_representation(),
   };
   return r;
 }
@@ -63,6 +65,12 @@ Result<std::shared_ptr<const MatrixCodec>> codec_from_record(const nlohmann::jso
     if (r->name() == name) return r->from_record(record, where, tensors);
   return unsupported(where + ".representation '" + name + "' is not a representation this reader knows (" +
                      representation_names() + ")");
+}
+
+Status refuse_extra_options(const ReprOptions& options, std::string_view representation) {
+  if (options.extra.empty()) return Status::ok();
+  return invalid_argument("--repr-opt " + options.extra.front().first + " does not apply to " +
+                          std::string(representation) + " (it takes no --repr-opt)");
 }
 
 Status check_field(const io::TensorView& t, const FieldSpec& spec) {

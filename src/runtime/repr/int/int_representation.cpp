@@ -124,6 +124,7 @@ class IntRepresentation final : public Representation {
     return "int: asymmetric 2/3/4-bit grid per row or per group of 32/64/128 columns (--bits, --group-size)";
   }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+    SUBMOE_RETURN_IF_ERROR(refuse_extra_options(o, kName));
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
     if (o.p0) return invalid_argument("--dict-p0 applies to ternary_dict only");
     if (!o.bits) return invalid_argument("int needs --bits 2, 3 or 4");

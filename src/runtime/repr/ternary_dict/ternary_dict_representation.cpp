@@ -171,6 +171,7 @@ class TernaryDictRepresentation final : public Representation {
            "(--code qmoe|tunstall, --dict-p0)";
   }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+    SUBMOE_RETURN_IF_ERROR(refuse_extra_options(o, kName));
     if (o.bits) return invalid_argument("--bits does not apply to ternary_dict (ternary codes have 3 levels)");
     if (o.group_size && *o.group_size != 0)
       return invalid_argument("--group-size applies to int grids only; the ternary grid is per row");

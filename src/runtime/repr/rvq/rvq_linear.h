@@ -1,0 +1,20 @@
+// The fused rvq LinearOp: y = T_o^T (W' (T_i x)) with the LUT kernels on W'.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "runtime/repr/rvq/rvq_rotation.h"
+#include "submoe/codec/rvq.h"
+#include "submoe/kernels/rvq_gemv.h"
+#include "submoe/model/linear_op.h"
+#include "submoe/runtime/compressed_linear.h"
+
+namespace submoe::runtime::repr {
+
+// `rotation` empty: W' = W (a matrix coded without incoherence processing).
+std::unique_ptr<model::LinearOp> make_rvq_linear(rvq::RvqMatrix m, std::optional<RvqRotation> rotation,
+                                                 ExecutionMode mode,
+                                                 const kernels::RvqGemvKernels& k = kernels::best_rvq_gemv_kernels());
+
+}  // namespace submoe::runtime::repr

@@ -1,0 +1,366 @@
+// rvq (seed 001): rows of W' = T_o W T_i^T scaled by an f16 RMS, cut into
+// 16-weight subvectors, each the sum of S stage entries of global 256-entry
+// codebooks (codec/rvq_format.h). Record: {"representation": "rvq", "stages":
+// S, "rotation": "rht" | "none", "codebook_tensor": name}. Fields per matrix:
+// codes U8 [rows, cols/16, S], scales F16 [rows], and with "rht" rht_seeds U64
+// [2] (the sign seeds of T_o and T_i, kernels/hadamard.h). Shared: the
+// codebooks, F32 [stages >= S, 256, 16], trained on N(0, 1) data (the rotation
+// makes the weights close to i.i.d. Gaussian), so one set serves every layer.
+#include "runtime/repr/rvq/rvq_representation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/repr/bytes_util.h"
+#include "runtime/repr/record_keys.h"
+#include "runtime/repr/rvq/rvq_linear.h"
+#include "runtime/repr/rvq/rvq_rotation.h"
+#include "submoe/codec/rvq.h"
+#include "submoe/core/bf16.h"
+
+namespace submoe::runtime::repr {
+namespace {
+
+constexpr std::string_view kName = "rvq";
+constexpr const char* kCodebookTensor = "submoe.rvq.codebooks";
+
+struct RvqParams {
+  uint32_t stages = 4;
+  bool rht = true;
+  uint32_t beam = 8;               // encoder only
+  uint32_t train_vectors = 65536;  // codebook training (writer only)
+  uint32_t iters = 20;
+  uint64_t seed = 1;
+};
+
+class RvqCodec;
+
+class RvqEncoderHook final : public MatrixEncoder {
+ public:
+  RvqEncoderHook(std::shared_ptr<const RvqCodec> codec, uint32_t rows, uint32_t cols);
+  size_t rows() const override { return rows_; }
+  size_t cols() const override { return cols_; }
+  size_t block_width() const override { return rvq::kRvqDim; }
+  bool rotates() const override;
+  Status prepare(std::vector<float>& w, std::vector<float>& h) override;
+  void begin_row(size_t r, std::span<const float> original) override;
+  void quantize(size_t r, size_t c, const float* values, float* reconstructed) override;
+  std::vector<float> dequantize() const override;
+  Result<std::vector<PackedTensor>> pack() const override;
+
+ private:
+  Result<std::vector<float>> decoded() const;
+  void fail(Status st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.is_ok()) error_ = std::move(st);
+  }
+
+  std::shared_ptr<const RvqCodec> codec_;
+  uint32_t rows_, cols_;
+  uint64_t seed_out_, seed_in_;
+  std::vector<uint16_t> scales_;
+  std::vector<uint8_t> codes_;
+  mutable std::mutex mu_;
+  Status error_;
+};
+
+class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<RvqCodec> {
+ public:
+  RvqCodec(RvqParams p, rvq::RvqCodebookSet cb, std::string tensor, rvq::RvqEncoder enc)
+      : p_(p), codebooks_(std::move(cb)), tensor_(std::move(tensor)), encoder_(std::move(enc)) {}
+
+  const RvqParams& params() const { return p_; }
+  const rvq::RvqEncoder& encoder() const { return encoder_; }
+  const rvq::RvqCodebookSet& codebooks() const { return codebooks_; }
+
+  const Representation& representation() const override { return rvq_representation(); }
+  nlohmann::json record() const override {
+    return {{"representation", std::string(kName)},
+            {"stages", p_.stages},
+            {"rotation", p_.rht ? "rht" : "none"},
+            {"codebook_tensor", tensor_}};
+  }
+  nlohmann::json provenance() const override {
+    return {{"beam", p_.beam},
+            {"codebooks", {{"training", "k-means++ then Lloyd per stage on the residual of the greedy encoder, "
+                                        "N(0, 1) vectors (rvq::gaussian_vectors)"},
+                           {"train_vectors", p_.train_vectors},
+                           {"max_iterations", p_.iters},
+                           {"seed", p_.seed}}},
+            {"rotation_seeds", "rvq_default_seed(width) per matrix, recorded in rht_seeds"}};
+  }
+  std::string summary() const override {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "rvq (%u stages = %.1f bits, d 16, 256-entry codebooks%s)", p_.stages,
+                  p_.stages * rvq::kRvqBitsPerStage, p_.rht ? ", rht" : ", no rotation");
+    return buf;
+  }
+  std::string grid_name() const override {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "rvq%.1f", p_.stages * rvq::kRvqBitsPerStage);
+    return buf;
+  }
+  Status check_shape(uint32_t rows, uint32_t cols) const override {
+    if (rows == 0 || cols == 0 || cols % rvq::kRvqDim != 0)
+      return invalid_argument("rvq codes 16-weight subvectors along the input axis: " + std::to_string(cols) +
+                              " input columns are not a positive multiple of 16");
+    return Status::ok();
+  }
+  std::vector<FieldSpec> fields(uint32_t rows, uint32_t cols) const override {
+    const auto r = static_cast<int64_t>(rows);
+    std::vector<FieldSpec> f = {
+        FieldSpec{"codes", io::DType::kU8, {r, static_cast<int64_t>(cols / rvq::kRvqDim), p_.stages}},
+        FieldSpec{"scales", io::DType::kF16, {r}}};
+    if (p_.rht) f.push_back(FieldSpec{"rht_seeds", io::DType::kU64, {2}});
+    return f;
+  }
+  std::vector<PackedTensor> shared_tensors() const override {
+    const auto n = static_cast<int64_t>(codebooks_->size() / rvq::kRvqCodebookFloats);
+    return {PackedTensor{tensor_, io::DType::kF32, {n, rvq::kRvqEntries, rvq::kRvqDim},
+                         bytes_of(std::span<const float>(*codebooks_), codebooks_->size())}};
+  }
+
+  Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const override {
+    SUBMOE_ASSIGN_OR_RETURN(Parsed m, parse(rows, cols, f));
+    SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, rvq::decode_rvq_reference(m.matrix.view()));
+    if (m.rotation) SUBMOE_RETURN_IF_ERROR(m.rotation->unrotate(w));
+    return w;
+  }
+  Result<std::unique_ptr<model::LinearOp>> make_op(uint32_t rows, uint32_t cols, FieldBytes f,
+                                                   ExecutionMode mode) const override {
+    if (mode == ExecutionMode::kReferenceDecode) {
+      SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, decode(rows, cols, f));
+      return make_reference_decoded_linear(std::move(w), rows, cols, std::string(kName));
+    }
+    SUBMOE_ASSIGN_OR_RETURN(Parsed m, parse(rows, cols, f));
+    return make_rvq_linear(std::move(m.matrix), std::move(m.rotation), mode);
+  }
+  Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const override {
+    SUBMOE_RETURN_IF_ERROR(check_encodable(rows, cols));
+    return std::unique_ptr<MatrixEncoder>(new RvqEncoderHook(shared_from_this(), rows, cols));
+  }
+
+ private:
+  struct Parsed {
+    rvq::RvqMatrix matrix;
+    std::optional<RvqRotation> rotation;
+  };
+  // Validates untrusted fields: the codec's validator (codes, scales) and the seeds.
+  Result<Parsed> parse(uint32_t rows, uint32_t cols, FieldBytes f) const {
+    SUBMOE_RETURN_IF_ERROR(check_shape(rows, cols));
+    const size_t want = p_.rht ? 3 : 2;
+    if (f.size() != want)
+      return corrupt_data("rvq: " + std::to_string(f.size()) + " fields given, " + std::to_string(want) + " expected");
+    const size_t n_codes = size_t{rows} * (cols / rvq::kRvqDim) * p_.stages;
+    if (f[0].size() != n_codes || f[1].size() != size_t{rows} * 2)
+      return corrupt_data("rvq: codes / scales hold " + std::to_string(f[0].size()) + " / " +
+                          std::to_string(f[1].size()) + " bytes, the shape needs " + std::to_string(n_codes) + " / " +
+                          std::to_string(size_t{rows} * 2));
+    const std::vector<uint16_t> scales = copy_as<uint16_t>(f[1]);
+    Parsed out;
+    SUBMOE_ASSIGN_OR_RETURN(
+        out.matrix, rvq::RvqMatrix::from_parts(rows, cols, p_.stages,
+                                               {reinterpret_cast<const uint8_t*>(f[0].data()), f[0].size()}, scales,
+                                               codebooks_));
+    if (p_.rht) {
+      if (f[2].size() != 16) return corrupt_data("rvq: rht_seeds holds " + std::to_string(f[2].size()) + " bytes, not 16");
+      const std::vector<uint64_t> seeds = copy_as<uint64_t>(f[2]);
+      SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows, cols, seeds[0], seeds[1]));
+      out.rotation = std::move(rot);
+    }
+    return out;
+  }
+
+  RvqParams p_;
+  rvq::RvqCodebookSet codebooks_;
+  std::string tensor_;
+  rvq::RvqEncoder encoder_;
+};
+
+RvqEncoderHook::RvqEncoderHook(std::shared_ptr<const RvqCodec> codec, uint32_t rows, uint32_t cols)
+    : codec_(std::move(codec)),
+      rows_(rows),
+      cols_(cols),
+      seed_out_(rvq_default_seed(rows)),
+      seed_in_(rvq_default_seed(cols)),
+      scales_(rows, 0),
+      codes_(size_t{rows} * (cols / rvq::kRvqDim) * codec_->params().stages, 0) {}
+
+bool RvqEncoderHook::rotates() const { return codec_->params().rht; }
+
+Status RvqEncoderHook::prepare(std::vector<float>& w, std::vector<float>& h) {
+  if (!rotates()) return Status::ok();
+  SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows_, cols_, seed_out_, seed_in_));
+  SUBMOE_RETURN_IF_ERROR(kernels::rotate_matrix(rot.out, rot.in, std::span<float>(w), rows_, cols_));
+  if (!h.empty()) {
+    std::vector<double> hd(h.begin(), h.end());
+    SUBMOE_RETURN_IF_ERROR(kernels::rotate_hessian(rot.in, hd, cols_));
+    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(hd[i]);
+  }
+  return Status::ok();
+}
+
+void RvqEncoderHook::begin_row(size_t r, std::span<const float> original) {
+  auto s = rvq::rvq_row_scale(original);
+  if (!s.is_ok()) {
+    fail(s.status().with_context("rvq row " + std::to_string(r) + " scale"));
+    scales_[r] = float_to_f16_bits(1.0f);
+    return;
+  }
+  scales_[r] = *s;
+}
+
+void RvqEncoderHook::quantize(size_t r, size_t c, const float* values, float* reconstructed) {
+  const uint32_t S = codec_->params().stages;
+  const float scale = f16_bits_to_float(scales_[r]);
+  float target[rvq::kRvqDim], recon[rvq::kRvqDim];
+  for (uint32_t k = 0; k < rvq::kRvqDim; ++k) target[k] = values[k] / scale;
+  uint8_t* codes = codes_.data() + (r * (cols_ / rvq::kRvqDim) + c / rvq::kRvqDim) * S;
+  codec_->encoder().encode(target, codec_->params().beam, codes, recon);
+  for (uint32_t k = 0; k < rvq::kRvqDim; ++k) reconstructed[k] = scale * recon[k];
+}
+
+Result<std::vector<float>> RvqEncoderHook::decoded() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SUBMOE_RETURN_IF_ERROR(error_);
+  }
+  SUBMOE_ASSIGN_OR_RETURN(rvq::RvqMatrix m, rvq::RvqMatrix::from_parts(rows_, cols_, codec_->params().stages, codes_,
+                                                                       scales_, codec_->codebooks()));
+  SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, rvq::decode_rvq_reference(m.view()));
+  if (rotates()) {
+    SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows_, cols_, seed_out_, seed_in_));
+    SUBMOE_RETURN_IF_ERROR(rot.unrotate(w));
+  }
+  return w;
+}
+
+std::vector<float> RvqEncoderHook::dequantize() const {
+  auto w = decoded();
+  // pack() reports the error; the reconstruction of a failed matrix is NaN.
+  return w.is_ok() ? std::move(w).value() : std::vector<float>(size_t{rows_} * cols_, NAN);
+}
+
+Result<std::vector<PackedTensor>> RvqEncoderHook::pack() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SUBMOE_RETURN_IF_ERROR(error_);
+  }
+  const uint32_t S = codec_->params().stages;
+  std::vector<PackedTensor> out;
+  out.push_back({"codes", io::DType::kU8,
+                 {static_cast<int64_t>(rows_), static_cast<int64_t>(cols_ / rvq::kRvqDim), static_cast<int64_t>(S)},
+                 codes_});
+  out.push_back({"scales", io::DType::kF16, {static_cast<int64_t>(rows_)},
+                 bytes_of(std::span<const uint16_t>(scales_), scales_.size())});
+  if (rotates()) {
+    const uint64_t seeds[2] = {seed_out_, seed_in_};
+    out.push_back({"rht_seeds", io::DType::kU64, {2}, bytes_of(std::span<const uint64_t>(seeds, 2), 2)});
+  }
+  return out;
+}
+
+Result<uint64_t> parse_uint(const std::string& key, const std::string& v, uint64_t lo, uint64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0 || x < lo || x > hi)
+    return invalid_argument("--repr-opt " + key + "=" + v + ": expected an integer in [" + std::to_string(lo) + ", " +
+                            std::to_string(hi) + "]");
+  return static_cast<uint64_t>(x);
+}
+
+class RvqRepresentation final : public Representation {
+ public:
+  std::string_view name() const override { return kName; }
+  std::string_view help() const override {
+    return "rvq: seed 001's codec, randomized Hadamard rotation + residual VQ (d 16, 256-entry global codebooks, "
+           "0.5 bits per stage) with block-LDL feedback (--bits 0.5..4; --repr-opt beam=N, train_vectors=N, "
+           "iters=N, seed=N, rht=on|off)";
+  }
+  Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+    if (o.code) return invalid_argument("--code applies to ternary_dict only");
+    if (o.p0) return invalid_argument("--dict-p0 applies to ternary_dict only");
+    if (o.group_size) return invalid_argument("--group-size applies to int only (rvq has one scale per row)");
+    if (!o.bits) return invalid_argument("rvq needs --bits (0.5 to 4 in steps of 0.5)");
+    const double stages = *o.bits / rvq::kRvqBitsPerStage;
+    if (!(stages >= 1 && stages <= rvq::kRvqMaxStages) || stages != std::floor(stages))
+      return invalid_argument("rvq --bits must be 0.5 to 4 in steps of 0.5 (one stage per 0.5 bits), got " +
+                              std::to_string(*o.bits));
+    RvqParams p;
+    p.stages = static_cast<uint32_t>(stages);
+    for (const auto& [key, value] : o.extra) {
+      if (key == "beam") {
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 1, 256));
+        p.beam = static_cast<uint32_t>(v);
+      } else if (key == "train_vectors") {
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 256, uint64_t{1} << 24));
+        p.train_vectors = static_cast<uint32_t>(v);
+      } else if (key == "iters") {
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 1, 1000));
+        p.iters = static_cast<uint32_t>(v);
+      } else if (key == "seed") {
+        SUBMOE_ASSIGN_OR_RETURN(p.seed, parse_uint(key, value, 0, UINT64_MAX));
+      } else if (key == "rht") {
+        if (value != "on" && value != "off") return invalid_argument("--repr-opt rht=" + value + ": expected on or off");
+        p.rht = value == "on";
+      } else {
+        return invalid_argument("--repr-opt " + key + " is not an rvq option (beam, train_vectors, iters, seed, rht)");
+      }
+    }
+    // Global codebooks: k-means stage by stage on N(0, 1) training vectors.
+    const std::vector<float> samples = rvq::gaussian_vectors(p.train_vectors, p.seed);
+    rvq::RvqTrainOptions t;
+    t.max_iterations = p.iters;
+    t.seed = p.seed;
+    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqTrainResult trained, rvq::train_rvq_codebooks(samples, p.stages, t));
+    auto cb = std::make_shared<const std::vector<float>>(std::move(trained.codebooks));
+    return make(p, std::move(cb), kCodebookTensor);
+  }
+  Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
+                                                         const TensorLookup& tensors) const override {
+    const RecordKeys k{record, where};
+    SUBMOE_RETURN_IF_ERROR(k.only({"representation", "stages", "rotation", "codebook_tensor"}));
+    RvqParams p;
+    SUBMOE_ASSIGN_OR_RETURN(const int64_t stages, k.integer("stages"));
+    if (stages < 1 || stages > rvq::kRvqMaxStages) return k.bad("stages", "= " + std::to_string(stages) + ", must be 1..8");
+    p.stages = static_cast<uint32_t>(stages);
+    SUBMOE_ASSIGN_OR_RETURN(const std::string rotation, k.string("rotation"));
+    if (rotation != "rht" && rotation != "none") return k.bad("rotation", "'" + rotation + "' is not rht or none");
+    p.rht = rotation == "rht";
+    SUBMOE_ASSIGN_OR_RETURN(const std::string name, k.string("codebook_tensor"));
+    const io::TensorView* t = tensors(name);
+    if (t == nullptr) return not_found(where + ".codebook_tensor: model.safetensors has no tensor '" + name + "'");
+    const int64_t n = t->shape.empty() ? 0 : t->shape[0];
+    if (t->dtype != io::DType::kF32 || t->shape.size() != 3 || t->shape[1] != rvq::kRvqEntries ||
+        t->shape[2] != rvq::kRvqDim || n < stages || n > rvq::kRvqMaxStages)
+      return corrupt_data("codebook tensor '" + name + "' is " + std::string(io::dtype_name(t->dtype)) + " " +
+                          t->shape_string() + ", the record needs F32 [" + std::to_string(stages) +
+                          "..8, 256, 16]");
+    std::vector<float> cb(static_cast<size_t>(n) * rvq::kRvqCodebookFloats);
+    std::memcpy(cb.data(), t->data, cb.size() * sizeof(float));
+    for (size_t i = 0; i < cb.size(); ++i)
+      if (!std::isfinite(cb[i]) || std::fabs(cb[i]) > rvq::kRvqMaxCodebookMagnitude)
+        return corrupt_data("codebook tensor '" + name + "' value " + std::to_string(i) + " is " +
+                            std::to_string(cb[i]) + " (codebooks must be finite, |x| <= 1e30)");
+    return make(p, std::make_shared<const std::vector<float>>(std::move(cb)), name);
+  }
+
+ private:
+  static Result<std::shared_ptr<const MatrixCodec>> make(const RvqParams& p, rvq::RvqCodebookSet cb,
+                                                         std::string name) {
+    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqEncoder enc, rvq::RvqEncoder::create(*cb, p.stages));
+    return std::shared_ptr<const MatrixCodec>(std::make_shared<RvqCodec>(p, std::move(cb), std::move(name), std::move(enc)));
+  }
+};
+
+}  // namespace
+
+const Representation& rvq_representation() {
+  static const RvqRepresentation r;
+  return r;
+}
+
+}  // namespace submoe::runtime::repr

@@ -1,0 +1,31 @@
+#include "runtime/repr/rvq/rvq_rotation.h"
+
+namespace submoe::runtime::repr {
+
+uint64_t rvq_default_seed(uint32_t n) { return 0x5375624d6f455251ull ^ (uint64_t{n} * 0x9E3779B97F4A7C15ull); }
+
+Result<RvqRotation> RvqRotation::create(uint32_t rows, uint32_t cols, uint64_t seed_out, uint64_t seed_in) {
+  SUBMOE_ASSIGN_OR_RETURN(kernels::RandomizedHadamard o, kernels::RandomizedHadamard::create(rows, seed_out));
+  SUBMOE_ASSIGN_OR_RETURN(kernels::RandomizedHadamard i, kernels::RandomizedHadamard::create(cols, seed_in));
+  return RvqRotation{std::move(o), std::move(i)};
+}
+
+Status RvqRotation::unrotate(std::span<float> w) const {
+  const uint32_t rows = out.n(), cols = in.n();
+  if (w.size() != size_t{rows} * cols) return invalid_argument("rvq unrotate: size does not match the rotation");
+  // Rows: w_r <- T_i^T w_r (the row vector times T_i); then columns: T_o^T.
+  std::vector<double> v(std::max(rows, cols));
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t c = 0; c < cols; ++c) v[c] = w[size_t{r} * cols + c];
+    in.transpose_reference(v.data());
+    for (uint32_t c = 0; c < cols; ++c) w[size_t{r} * cols + c] = static_cast<float>(v[c]);
+  }
+  for (uint32_t c = 0; c < cols; ++c) {
+    for (uint32_t r = 0; r < rows; ++r) v[r] = w[size_t{r} * cols + c];
+    out.transpose_reference(v.data());
+    for (uint32_t r = 0; r < rows; ++r) w[size_t{r} * cols + c] = static_cast<float>(v[r]);
+  }
+  return Status::ok();
+}
+
+}  // namespace submoe::runtime::repr

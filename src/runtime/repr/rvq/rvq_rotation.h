@@ -1,0 +1,26 @@
+// The rotation of one rvq matrix: W' = T_o W T_i^T (kernels/hadamard.h), with
+// the sign seeds the artifact records per matrix.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "submoe/core/status.h"
+#include "submoe/kernels/hadamard.h"
+
+namespace submoe::runtime::repr {
+
+// The seed the writer uses for a width: one per width, so gate and up (same
+// input width) share their input rotation T_i and its rotated Hessian.
+uint64_t rvq_default_seed(uint32_t n);
+
+struct RvqRotation {
+  kernels::RandomizedHadamard out;  // T_o, rows
+  kernels::RandomizedHadamard in;   // T_i, cols
+  static Result<RvqRotation> create(uint32_t rows, uint32_t cols, uint64_t seed_out, uint64_t seed_in);
+  // W <- T_o^T W T_i (rows x cols, row-major): back to the source's coordinates.
+  Status unrotate(std::span<float> w) const;
+};
+
+}  // namespace submoe::runtime::repr
