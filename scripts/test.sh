@@ -2,7 +2,7 @@
 # The whole test suite: Release build (warnings are errors, CUDA compiled and
 # linked when nvcc exists) + all tests, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer run of
-# the codec validator when clang exists.
+# the codec validators (ternary_dict, rvq) when clang exists.
 #   SUBMOE_SKIP_SANITIZE=1 scripts/test.sh   # only the Release pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,11 +18,12 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
     ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
 fi
 if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
-  echo "== libFuzzer smoke run of the codec validator + decoder (30 s)"
+  echo "== libFuzzer smoke runs of the codec validators + decoders (ternary 30 s, rvq 20 s)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_FUZZ=ON \
     -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
-  cmake --build build-fuzz --target fuzz_ternary_packed -j "$jobs"
-  mkdir -p build-fuzz/corpus
+  cmake --build build-fuzz --target fuzz_ternary_packed fuzz_rvq_packed -j "$jobs"
+  mkdir -p build-fuzz/corpus build-fuzz/corpus-rvq
   build-fuzz/fuzz/fuzz_ternary_packed -max_total_time=30 -print_final_stats=1 build-fuzz/corpus fuzz/corpus/ternary_packed 2>&1 | tail -n 3
+  build-fuzz/fuzz/fuzz_rvq_packed -max_total_time=20 -print_final_stats=1 build-fuzz/corpus-rvq 2>&1 | tail -n 3
 fi
 echo "== all tests passed"
