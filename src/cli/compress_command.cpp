@@ -116,14 +116,7 @@ Result<runtime::ReprOptions> repr_options(const CompressCli& c) {
     return invalid_argument("--grid and --repr are two spellings of one choice: give one");
   if (c.grid_opt->count()) {
     if (c.bits_opt->count()) return invalid_argument("--bits goes with --repr; --grid " + c.grid + " names its bits");
-    if (c.grid == "ternary") {
-      r.name = "ternary_dict";
-    } else if (c.grid == "int2" || c.grid == "int3" || c.grid == "int4") {
-      r.name = "int";
-      r.bits = c.grid[3] - '0';
-    } else {
-      return invalid_argument("unknown grid '" + c.grid + "' (expected ternary, int2, int3 or int4; or use --repr)");
-    }
+    SUBMOE_ASSIGN_OR_RETURN(r, runtime::options_from_grid_name(c.grid));
   } else {
     r.name = c.repr_opt->count() ? c.repr : "ternary_dict";
     if (c.bits_opt->count()) r.bits = c.bits;

@@ -149,6 +149,9 @@ class Representation {
   // One line for --help.
   virtual std::string_view help() const = 0;
   virtual Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& options) const = 0;
+  // The options an older `compress --grid NAME` spelling stands for, when this
+  // representation owns that grid name ("ternary", "int4"); nullopt otherwise.
+  virtual std::optional<ReprOptions> from_grid_name(std::string_view /*grid*/) const { return std::nullopt; }
   // `record` is one representations entry; `where` prefixes error messages
   // (e.g. "config.json: quantization_config.representations[0]"); shared
   // tensors are found with `tensors` and validated here.
@@ -163,6 +166,9 @@ std::span<const Representation* const> representations();
 Result<const Representation*> find_representation(std::string_view name);
 // "ternary_dict, int" (registry names, for messages and --help).
 std::string representation_names();
+// The options of a `--grid NAME` spelling, asked of every representation;
+// kInvalidArgument naming the known grids otherwise.
+Result<ReprOptions> options_from_grid_name(std::string_view grid);
 // find_representation(options.name) then from_options.
 Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options);
 // The codec of an artifact record: its "representation" names the entry.

@@ -48,6 +48,13 @@ std::string representation_names() {
   return s;
 }
 
+Result<ReprOptions> options_from_grid_name(std::string_view grid) {
+  for (const Representation* r : registry())
+    if (auto o = r->from_grid_name(grid)) return *o;
+  return invalid_argument("unknown grid '" + std::string(grid) +
+                          "' (expected ternary, int2, int3 or int4; or use --repr)");
+}
+
 Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options) {
   SUBMOE_ASSIGN_OR_RETURN(const Representation* r, find_representation(options.name));
   return r->from_options(options);

@@ -123,6 +123,11 @@ class IntRepresentation final : public Representation {
   std::string_view help() const override {
     return "int: asymmetric 2/3/4-bit grid per row or per group of 32/64/128 columns (--bits, --group-size)";
   }
+  // "int2", "int3", "int4".
+  std::optional<ReprOptions> from_grid_name(std::string_view grid) const override {
+    if (grid.size() != 4 || grid.substr(0, 3) != "int" || grid[3] < '2' || grid[3] > '4') return std::nullopt;
+    return ReprOptions{std::string(kName), static_cast<double>(grid[3] - '0')};
+  }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
     SUBMOE_RETURN_IF_ERROR(refuse_extra_options(o, kName));
     if (o.code) return invalid_argument("--code applies to ternary_dict only");

@@ -170,6 +170,10 @@ class TernaryDictRepresentation final : public Representation {
     return "ternary_dict (alias ternary): QMoE's per-row {w_min, 0, w_max} grid in the sub-1-bit dictionary code "
            "(--code qmoe|tunstall, --dict-p0)";
   }
+  std::optional<ReprOptions> from_grid_name(std::string_view grid) const override {
+    if (grid != "ternary") return std::nullopt;
+    return ReprOptions{std::string(kName)};
+  }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
     SUBMOE_RETURN_IF_ERROR(refuse_extra_options(o, kName));
     if (o.bits) return invalid_argument("--bits does not apply to ternary_dict (ternary codes have 3 levels)");
