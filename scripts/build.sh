@@ -11,7 +11,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 case "$kind" in
   release)  dir=build;          args=(-DCMAKE_BUILD_TYPE=Release -DSUBMOE_WERROR=ON) ;;
-  sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_WERROR=ON -DSUBMOE_SANITIZE=ON -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF) ;;
+  sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSUBMOE_WERROR=ON -DSUBMOE_SANITIZE=ON -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF) ;;
   debug)    dir=build-debug;    args=(-DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "usage: scripts/build.sh [release|sanitize|debug] [cmake args...]" >&2; exit 2 ;;
 esac

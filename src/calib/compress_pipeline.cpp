@@ -70,6 +70,8 @@ json layer_report_json(const LayerReport& r, bool with_time) {
             {"rtn_fallbacks", r.rtn_fallbacks},
             {"fallback_matrices", r.fallback_matrices},
             {"natural_sparsity", {{"mean", r.sparsity_mean}, {"std", r.sparsity_std}}},
+            {"relative_weight_error", {{"gate_up", r.weight_rel_error[0]}, {"down", r.weight_rel_error[1]}}},
+            {"relative_output_error", {{"gate_up", r.output_rel_error[0]}, {"down", r.output_rel_error[1]}}},
             {"packed_bytes", r.packed_bytes},
             {"weights", r.weights}};
   if (with_time) {
@@ -94,6 +96,12 @@ LayerReport layer_report_from_json(const json& j) {
   r.sparsity_mean = j.at("natural_sparsity").at("mean").get<double>();
   r.sparsity_std = j.at("natural_sparsity").at("std").get<double>();
   r.packed_bytes = j.at("packed_bytes").get<uint64_t>();
+  if (j.contains("relative_weight_error")) {
+    r.weight_rel_error[0] = j.at("relative_weight_error").at("gate_up").get<double>();
+    r.weight_rel_error[1] = j.at("relative_weight_error").at("down").get<double>();
+    r.output_rel_error[0] = j.at("relative_output_error").at("gate_up").get<double>();
+    r.output_rel_error[1] = j.at("relative_output_error").at("down").get<double>();
+  }
   r.weights = j.at("weights").get<uint64_t>();
   if (j.contains("seconds")) r.seconds = j.at("seconds").get<double>();
   if (j.contains("gptq_seconds")) r.gptq_seconds = j.at("gptq_seconds").get<double>();

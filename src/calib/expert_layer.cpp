@@ -29,6 +29,9 @@ struct ExpertWork {
   std::vector<float> w_own[3], h_own[3];   // a rotating encoder's own copies of W and H
   std::unique_ptr<runtime::MatrixEncoder> enc[3];
   quant::GptqStats stats[3];
+  // Squared errors: sum (W - W_hat)^2 and sum W^2; with a Hessian also the
+  // output-space sums tr((W - W_hat) H (W - W_hat)^T) and tr(W H W^T).
+  double weight_err[3] = {}, weight_ref[3] = {}, output_err[3] = {}, output_ref[3] = {};
 };
 
 std::string proj_name(int p) { return std::string(artifact::projection_name(static_cast<Projection>(p))); }
@@ -61,6 +64,16 @@ void hessian_of(const float* x, size_t H, std::span<const uint32_t> tokens, size
     gather(x, H, tokens.subspan(b, n), scratch.data());
     linalg::accumulate_gram_f32(n, H, scratch.data(), H, alpha, h->data());
   }
+}
+
+// sum over rows of a_r^T H b_r for A, B [rows, cols] and H [cols, cols] (f64 sums).
+double hessian_inner(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& h,
+                     size_t rows, size_t cols, std::vector<float>& scratch) {
+  scratch.resize(rows * cols);
+  linalg::gemm_f32(false, false, rows, cols, cols, 1.0f, a.data(), cols, h.data(), cols, 0.0f, scratch.data(), cols);
+  double sum = 0;
+  for (size_t i = 0; i < rows * cols; ++i) sum += double{scratch[i]} * b[i];
+  return sum;
 }
 
 // Fraction of exactly-zero reconstructed weights per row.
@@ -120,6 +133,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
   gopt.act_order = options.act_order;
   const bool use_gptq = options.method == QuantMethod::kGptq;
   std::vector<double> sparsity;
+  double weight_err[2] = {}, weight_ref[2] = {}, output_err[2] = {}, output_ref[2] = {};  // gate+up, down
   const size_t group = std::max<size_t>(1, options.expert_group);
   const size_t threads = pool ? static_cast<size_t>(pool->num_threads()) : 1;
   struct Scratch {
@@ -240,6 +254,21 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
     const auto run_compressed = [&](size_t e, Scratch& s) -> Status {
       ExpertWork& w = work[e - g0];
       const std::vector<float> wg = w.enc[0]->dequantize(), wu = w.enc[1]->dequantize(), wd = w.enc[2]->dequantize();
+      const std::vector<float>* hat[3] = {&wg, &wu, &wd};
+      for (int p = 0; p < 3; ++p) {
+        std::vector<float> err(w.w[p].size());
+        for (size_t i = 0; i < err.size(); ++i) {
+          err[i] = w.w[p][i] - (*hat[p])[i];
+          w.weight_err[p] += double{err[i]} * err[i];
+          w.weight_ref[p] += double{w.w[p][i]} * w.w[p][i];
+        }
+        const std::vector<float>& hp = p == 2 ? w.h_act : w.h_in;
+        if (use_gptq && !et[e].hessian.empty() && !hp.empty()) {
+          const size_t rows = p == 2 ? H : I, cols = p == 2 ? I : H;
+          w.output_err[p] = hessian_inner(err, err, hp, rows, cols, s.y);
+          w.output_ref[p] = hessian_inner(w.w[p], w.w[p], hp, rows, cols, s.y);
+        }
+      }
       const DenseExpert ops(wg, wu, wd, I, H);
       const auto& tokens = et[e].tokens;
       std::vector<float>& y = outputs[e - g0];
@@ -289,6 +318,11 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
                                               std::to_string(g0 + i) + " " + proj_name(p) + ": " +
                                               w.stats[p].fallback_reason);
         }
+        const size_t pi = static_cast<size_t>(p == 2);
+        weight_err[pi] += w.weight_err[p];
+        weight_ref[pi] += w.weight_ref[p];
+        output_err[pi] += w.output_err[p];
+        output_ref[pi] += w.output_ref[p];
         const size_t rows = w.enc[p]->rows(), cols = w.enc[p]->cols();
         row_sparsity(w.enc[p]->dequantize(), rows, cols, &sparsity);
         report->weights += rows * cols;
@@ -297,6 +331,10 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
     if (on_expert_done) on_expert_done(g1, E);
   }
 
+  for (size_t i = 0; i < 2; ++i) {
+    report->weight_rel_error[i] = weight_ref[i] > 0 ? weight_err[i] / weight_ref[i] : 0;
+    report->output_rel_error[i] = output_ref[i] > 0 ? output_err[i] / output_ref[i] : -1;
+  }
   double sum = 0, sq = 0;
   for (double s : sparsity) sum += s;
   report->sparsity_mean = sparsity.empty() ? 0 : sum / static_cast<double>(sparsity.size());

@@ -62,7 +62,9 @@ nlohmann::json summary_json(const calib::CompressSummary& s) {
                       {"seconds", r.seconds},
                       {"tokens_per_expert", {{"min", r.tokens_min}, {"mean", r.tokens_mean}, {"max", r.tokens_max}}},
                       {"natural_sparsity", r.sparsity_mean},
-                      {"rtn_fallbacks", r.rtn_fallbacks}});
+                      {"rtn_fallbacks", r.rtn_fallbacks},
+                      {"relative_weight_error", {{"gate_up", r.weight_rel_error[0]}, {"down", r.weight_rel_error[1]}}},
+                      {"relative_output_error", {{"gate_up", r.output_rel_error[0]}, {"down", r.output_rel_error[1]}}}});
   return {{"out", s.out_dir},
           {"expert_bits_per_weight", s.expert_bits_per_weight},
           {"model_bits_per_weight", s.model_bits_per_weight},

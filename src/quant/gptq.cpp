@@ -131,6 +131,7 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
   for (size_t b0 = 0; b0 < cols; b0 += block) {
     const size_t b1 = std::min(cols, b0 + block);
     const size_t nb = b1 - b0;
+    if (!options.act_order) quantizer.begin_columns(b0, b1, u.data(), cols);
     auto process_rows = [&](size_t r_begin, size_t r_end, int) {
       std::vector<float> rec(d), e(d);
       for (size_t r = r_begin; r < r_end; ++r) {

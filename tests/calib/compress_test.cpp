@@ -264,8 +264,23 @@ TEST(Compress, GptqBeatsRtnOnCalibrationInputs) {
     r.method = QuantMethod::kRtn;
     g.repr = r.repr = std::string(grid) == "ternary" ? runtime::ReprOptions{"ternary_dict"}
                                                      : runtime::ReprOptions{"int", 2.0};
-    compress_or_die(g);
-    compress_or_die(r);
+    const CompressSummary sg = compress_or_die(g).summary, sr = compress_or_die(r).summary;
+    // The layer reports' relative errors: weight space for both, output space
+    // (on the calibration Hessians) only where GPTQ had them.
+    for (const CompressSummary* s : {&sg, &sr})
+      for (const LayerReport& l : s->layers) {
+        if (!l.sparse) continue;
+        for (int p = 0; p < 2; ++p) {
+          EXPECT_GT(l.weight_rel_error[p], 0.0) << grid << " layer " << l.layer;
+          EXPECT_LT(l.weight_rel_error[p], 1.5) << grid << " layer " << l.layer;
+          if (s == &sr) {
+            EXPECT_EQ(l.output_rel_error[p], -1.0);
+          } else {
+            EXPECT_GT(l.output_rel_error[p], 0.0) << grid << " layer " << l.layer;
+            EXPECT_LT(l.output_rel_error[p], l.weight_rel_error[p] * 4) << grid << " layer " << l.layer;
+          }
+        }
+      }
     std::vector<double> eg, er;
     const double gptq = layer0_gate_error(g.out_dir, g, &eg), rtn = layer0_gate_error(r.out_dir, r, &er);
     size_t better = 0, used = 0;

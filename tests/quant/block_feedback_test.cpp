@@ -25,6 +25,13 @@ class RecordingBlockQuantizer final : public BlockQuantizer {
   size_t cols() const override { return cols_; }
   size_t block_width() const override { return width_; }
   void begin_row(size_t, std::span<const float>) override {}
+  void begin_columns(size_t c0, size_t c1, const float* u, size_t ld) override {
+    columns_.emplace_back(c0, c1);
+    if (u_.empty()) u_.assign(u, u + ld * cols_);
+    EXPECT_EQ(ld, cols_);
+    for (size_t c = c0; c < c1; ++c)
+      for (size_t r = 0; r < rows_; ++r) EXPECT_TRUE(std::isnan(seen_[r * cols_ + c])) << "column " << c << " seen early";
+  }
   void quantize(size_t r, size_t c, const float* values, float* rec) override {
     for (size_t k = 0; k < width_; ++k) {
       seen_[r * cols_ + c + k] = values[k];
@@ -33,11 +40,15 @@ class RecordingBlockQuantizer final : public BlockQuantizer {
   }
   const std::vector<float>& seen() const { return seen_; }
   const std::vector<float>& q() const { return q_; }
+  const std::vector<std::pair<size_t, size_t>>& columns() const { return columns_; }
+  const std::vector<float>& u() const { return u_; }
 
  private:
   size_t rows_, cols_, width_;
   float step_;
   std::vector<float> seen_, q_;
+  std::vector<std::pair<size_t, size_t>> columns_;
+  std::vector<float> u_;
 };
 
 struct Problem {
@@ -122,6 +133,44 @@ TEST(BlockFeedback, LowersOutputErrorAgainstRtnWithTheSameCode) {
   ASSERT_TRUE(gptq_quantize(p.w, rows, cols, p.h, fb, GptqOptions{}, nullptr).is_ok());
   const double e_rtn = output_error(p, rtn.q()), e_fb = output_error(p, fb.q());
   EXPECT_LT(e_fb, 0.8 * e_rtn) << "feedback " << e_fb << " rtn " << e_rtn;
+}
+
+// begin_columns announces every lazy batch once, in order, before any of its
+// columns is quantized, with the solver's U: upper triangular, H_damped^-1 = U^T U.
+TEST(BlockFeedback, BeginColumnsAnnouncesEachBatchWithTheFactor) {
+  const size_t rows = 3, cols = 40, d = 4;
+  const Problem p = make_problem(rows, cols, 5);
+  GptqOptions opt;
+  opt.block_size = 16;
+  RecordingBlockQuantizer q(rows, cols, d, 0.5f);
+  ASSERT_TRUE(gptq_quantize(p.w, rows, cols, p.h, q, opt, nullptr).is_ok());
+  const std::vector<std::pair<size_t, size_t>> want = {{0, 16}, {16, 32}, {32, 40}};
+  EXPECT_EQ(q.columns(), want);
+  const std::vector<float>& u = q.u();
+  ASSERT_EQ(u.size(), cols * cols);
+  double mean = 0;
+  for (size_t i = 0; i < cols; ++i) mean += p.h[i * cols + i] / static_cast<double>(cols);
+  for (size_t i = 0; i < cols; ++i) {
+    EXPECT_GT(u[i * cols + i], 0.0f);
+    for (size_t j = 0; j < i; ++j) EXPECT_EQ(u[i * cols + j], 0.0f) << i << "," << j;
+  }
+  // (U^T U) H_damped = I, in float64 on the float32 factor.
+  double worst = 0;
+  for (size_t i = 0; i < cols; ++i)
+    for (size_t j = 0; j < cols; ++j) {
+      double v = 0;
+      for (size_t k = 0; k < cols; ++k) {
+        double uu = 0;
+        for (size_t m = 0; m <= std::min(i, k); ++m) uu += double(u[m * cols + i]) * u[m * cols + k];
+        v += uu * (p.h[k * cols + j] + (k == j ? opt.damp * mean : 0.0));
+      }
+      worst = std::max(worst, std::fabs(v - (i == j ? 1.0 : 0.0)));
+    }
+  EXPECT_LT(worst, 1e-3);
+  // RTN has no factor and act-order permutes columns: no announcements.
+  RecordingBlockQuantizer rtn(rows, cols, d, 0.5f);
+  ASSERT_TRUE(rtn_quantize(p.w, rows, cols, rtn).is_ok());
+  EXPECT_TRUE(rtn.columns().empty());
 }
 
 TEST(BlockFeedback, RejectsShapesTheQuantizerCannotTake) {

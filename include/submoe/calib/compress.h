@@ -77,6 +77,11 @@ struct LayerReport {
   size_t rtn_fallbacks = 0;
   std::vector<std::string> fallback_matrices;
   double sparsity_mean = 0, sparsity_std = 0;  // fraction of zero weights per row
+  // Relative errors of the compressed experts, [0] gate and up, [1] down:
+  // sum (W - W_hat)^2 / sum W^2, and in output space on the calibration
+  // inputs, tr(E H E^T) / tr(W H W^T) with E = W - W_hat (-1: no Hessians, RTN).
+  double weight_rel_error[2] = {0, 0};
+  double output_rel_error[2] = {-1, -1};
   uint64_t packed_bytes = 0;     // this layer's expert tensors in the artifact
   uint64_t weights = 0;          // expert weights of this layer
 };

@@ -36,6 +36,15 @@ class BlockQuantizer {
   virtual void begin_row(size_t r, std::span<const float> original) = 0;
   // Columns [c, c + group_width()) of row r, current values.
   virtual void begin_group(size_t /*r*/, size_t /*c*/, std::span<const float> /*current*/) {}
+  // The solver's metric for the blocks of columns [c0, c1) (a multiple of
+  // block_width() each), called before any row quantizes them, from one
+  // thread, with no act-order only. `u` points to the upper Cholesky factor U
+  // of H^-1 (row-major, leading dimension `ld`; U[i][j] = u[i * ld + j], global
+  // column indices). The solver's loss for block F = [c, c + d) of a row is
+  // 1/2 ||(w_F - q_F) U_FF^-1||^2 (w_F the block's current values): a vector
+  // code may choose its codeword under that metric instead of the Euclidean
+  // one. Scalar grids ignore it (for d = 1 it is a constant factor).
+  virtual void begin_columns(size_t /*c0*/, size_t /*c1*/, const float* /*u*/, size_t /*ld*/) {}
   // Quantizes columns [c, c + block_width()) of row r from `values` (their
   // current values) and writes their reconstruction to `reconstructed`.
   virtual void quantize(size_t r, size_t c, const float* values, float* reconstructed) = 0;

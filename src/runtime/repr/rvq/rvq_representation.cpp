@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <array>
 #include <mutex>
 
 #include "runtime/repr/bytes_util.h"
@@ -33,6 +34,14 @@ struct RvqParams {
   uint32_t train_vectors = 65536;  // codebook training (writer only)
   uint32_t iters = 20;
   uint64_t seed = 1;
+  // Codeword choice under the solver's block metric ||(w_F - q_F) U_FF^-1||
+  // (quant/block_quantizer.h begin_columns) or plain Euclidean distance.
+  bool block_metric = true;  // encoder only
+  // Row gain: the stored scale is beta_r x RMS_r with beta_r = <w, w> / <w,
+  // w_hat> of a greedy pre-encoding of the row, so the reconstruction does not
+  // shrink the row (nearest-codeword VQ does, by about the distortion); the
+  // codes are still chosen for w / RMS_r. Off: the scale is the RMS.
+  bool unbiased_gain = true;  // encoder only
 };
 
 class RvqCodec;
@@ -46,6 +55,7 @@ class RvqEncoderHook final : public MatrixEncoder {
   bool rotates() const override;
   Status prepare(std::vector<float>& w, std::vector<float>& h) override;
   void begin_row(size_t r, std::span<const float> original) override;
+  void begin_columns(size_t c0, size_t c1, const float* u, size_t ld) override;
   void quantize(size_t r, size_t c, const float* values, float* reconstructed) override;
   std::vector<float> dequantize() const override;
   Result<std::vector<PackedTensor>> pack() const override;
@@ -61,7 +71,16 @@ class RvqEncoderHook final : public MatrixEncoder {
   uint32_t rows_, cols_;
   uint64_t seed_out_, seed_in_;
   std::vector<uint16_t> scales_;
+  std::vector<float> encode_scales_;  // per row: the scale codes are chosen at (RMS)
   std::vector<uint8_t> codes_;
+  // The block metrics of the solver's current columns [metric_c0_, ...): per
+  // 16-column block, A = U_FF^-1 and an encoder over the codebooks times A.
+  struct BlockMetric {
+    std::array<float, rvq::kRvqDim * rvq::kRvqDim> a;
+    rvq::RvqEncoder encoder;
+  };
+  size_t metric_c0_ = 0;
+  std::vector<BlockMetric> metrics_;
   mutable std::mutex mu_;
   Status error_;
 };
@@ -84,11 +103,17 @@ class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<R
   }
   nlohmann::json provenance() const override {
     return {{"beam", p_.beam},
+            {"assignment", p_.block_metric ? "beam search under the solver's block metric ||(w_F - q_F) U_FF^-1||^2 "
+                                             "(codebooks times U_FF^-1 per 16-column block); Euclidean without a Hessian"
+                                           : "beam search, Euclidean distance"},
             {"codebooks", {{"training", "k-means++ then Lloyd per stage on the residual of the greedy encoder, "
                                         "N(0, 1) vectors (rvq::gaussian_vectors)"},
                            {"train_vectors", p_.train_vectors},
                            {"max_iterations", p_.iters},
                            {"seed", p_.seed}}},
+            {"row_gain", p_.unbiased_gain ? "unbiased: scale = f16(beta x RMS), beta = <w, w> / <w, w_hat> of a greedy "
+                                            "pre-encoding of the row; codes chosen for w / RMS"
+                                          : "none: scale = f16(RMS)"},
             {"rotation_seeds", "rvq_default_seed(width) per matrix, recorded in rht_seeds"}};
   }
   std::string summary() const override {
@@ -186,6 +211,7 @@ RvqEncoderHook::RvqEncoderHook(std::shared_ptr<const RvqCodec> codec, uint32_t r
       seed_out_(rvq_default_seed(rows)),
       seed_in_(rvq_default_seed(cols)),
       scales_(rows, 0),
+      encode_scales_(rows, 1.0f),
       codes_(size_t{rows} * (cols / rvq::kRvqDim) * codec_->params().stages, 0) {}
 
 bool RvqEncoderHook::rotates() const { return codec_->params().rht; }
@@ -210,16 +236,97 @@ void RvqEncoderHook::begin_row(size_t r, std::span<const float> original) {
     return;
   }
   scales_[r] = *s;
+  encode_scales_[r] = f16_bits_to_float(*s);
+  if (!codec_->params().unbiased_gain) return;
+  // Greedy pre-encoding of the original row at its RMS: beta = <w, w> / <w, w_hat>.
+  constexpr uint32_t d = rvq::kRvqDim;
+  const float rms = encode_scales_[r];
+  double ww = 0, wq = 0;
+  uint8_t codes[rvq::kRvqMaxStages];
+  float t[d], rec[d];
+  for (size_t c = 0; c + d <= original.size(); c += d) {
+    for (uint32_t k = 0; k < d; ++k) t[k] = original[c + k] / rms;
+    codec_->encoder().encode(t, 1, codes, rec);
+    for (uint32_t k = 0; k < d; ++k) {
+      ww += double{original[c + k]} * original[c + k];
+      wq += double{original[c + k]} * (double{rec[k]} * rms);
+    }
+  }
+  const double beta = wq > 0 ? ww / wq : 1.0;
+  if (!(beta >= 0.5 && beta <= 2.0)) return;  // degenerate row (e.g. all zero): plain RMS
+  const uint16_t gained = float_to_f16_bits(static_cast<float>(beta * rms));
+  if (!std::isfinite(f16_bits_to_float(gained))) return;
+  scales_[r] = gained;
+}
+
+void RvqEncoderHook::begin_columns(size_t c0, size_t c1, const float* u, size_t ld) {
+  metrics_.clear();
+  metric_c0_ = c0;
+  if (!codec_->params().block_metric) return;
+  constexpr uint32_t d = rvq::kRvqDim;
+  const uint32_t S = codec_->params().stages;
+  std::vector<float> transformed(size_t{S} * rvq::kRvqCodebookFloats);
+  for (size_t c = c0; c + d <= c1; c += d) {
+    // A = U_FF^-1 (upper triangular): solve U_FF A = I column by column, in double.
+    double a[d][d] = {};
+    for (uint32_t j = 0; j < d; ++j)
+      for (uint32_t i = j + 1; i-- > 0;) {
+        double v = i == j ? 1.0 : 0.0;
+        for (uint32_t k = i + 1; k <= j; ++k) v -= double{u[(c + i) * ld + c + k]} * a[k][j];
+        a[i][j] = v / double{u[(c + i) * ld + c + i]};
+      }
+    BlockMetric m;
+    for (uint32_t i = 0; i < d; ++i)
+      for (uint32_t j = 0; j < d; ++j) m.a[i * d + j] = static_cast<float>(a[i][j]);
+    // Every stage entry as a row vector times A.
+    for (size_t e = 0; e < size_t{S} * rvq::kRvqEntries; ++e) {
+      const float* from = codec_->codebooks()->data() + e * d;
+      float* to = transformed.data() + e * d;
+      for (uint32_t j = 0; j < d; ++j) {
+        double v = 0;
+        for (uint32_t k = 0; k <= j; ++k) v += double{from[k]} * a[k][j];
+        to[j] = static_cast<float>(v);
+      }
+    }
+    auto enc = rvq::RvqEncoder::create(transformed, S);
+    if (!enc.is_ok()) {
+      // A degenerate factor (not finite): this block keeps the Euclidean metric.
+      metrics_.clear();
+      return;
+    }
+    m.encoder = std::move(enc).value();
+    metrics_.push_back(std::move(m));
+  }
 }
 
 void RvqEncoderHook::quantize(size_t r, size_t c, const float* values, float* reconstructed) {
+  constexpr uint32_t d = rvq::kRvqDim;
   const uint32_t S = codec_->params().stages;
   const float scale = f16_bits_to_float(scales_[r]);
-  float target[rvq::kRvqDim], recon[rvq::kRvqDim];
-  for (uint32_t k = 0; k < rvq::kRvqDim; ++k) target[k] = values[k] / scale;
-  uint8_t* codes = codes_.data() + (r * (cols_ / rvq::kRvqDim) + c / rvq::kRvqDim) * S;
-  codec_->encoder().encode(target, codec_->params().beam, codes, recon);
-  for (uint32_t k = 0; k < rvq::kRvqDim; ++k) reconstructed[k] = scale * recon[k];
+  float target[d], recon[d];
+  for (uint32_t k = 0; k < d; ++k) target[k] = values[k] / encode_scales_[r];
+  uint8_t* codes = codes_.data() + (r * (cols_ / d) + c / d) * S;
+  const size_t m = (c - metric_c0_) / d;
+  if (c >= metric_c0_ && m < metrics_.size()) {
+    // The solver's metric: encode t A against the codebooks times A, then
+    // rebuild the block from the plain codebooks exactly as the decoder sums.
+    const BlockMetric& bm = metrics_[m];
+    float t[d];
+    for (uint32_t j = 0; j < d; ++j) {
+      float v = 0;
+      for (uint32_t k = 0; k <= j; ++k) v += target[k] * bm.a[k * d + j];
+      t[j] = v;
+    }
+    bm.encoder.encode(t, codec_->params().beam, codes, recon);
+    for (uint32_t j = 0; j < d; ++j) {
+      float sum = 0.0f;
+      for (uint32_t s = 0; s < S; ++s) sum += codec_->encoder().codebook(s)[size_t{codes[s]} * d + j];
+      recon[j] = sum;
+    }
+  } else {
+    codec_->encoder().encode(target, codec_->params().beam, codes, recon);
+  }
+  for (uint32_t k = 0; k < d; ++k) reconstructed[k] = scale * recon[k];
 }
 
 Result<std::vector<float>> RvqEncoderHook::decoded() const {
@@ -278,7 +385,7 @@ class RvqRepresentation final : public Representation {
   std::string_view help() const override {
     return "rvq: seed 001's codec, randomized Hadamard rotation + residual VQ (d 16, 256-entry global codebooks, "
            "0.5 bits per stage) with block-LDL feedback (--bits 0.5..4; --repr-opt beam=N, train_vectors=N, "
-           "iters=N, seed=N, rht=on|off)";
+           "iters=N, seed=N, rht=on|off, metric=block|euclidean, gain=unbiased|none)";
   }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
@@ -303,11 +410,19 @@ class RvqRepresentation final : public Representation {
         p.iters = static_cast<uint32_t>(v);
       } else if (key == "seed") {
         SUBMOE_ASSIGN_OR_RETURN(p.seed, parse_uint(key, value, 0, UINT64_MAX));
+      } else if (key == "metric") {
+        if (value != "block" && value != "euclidean")
+          return invalid_argument("--repr-opt metric=" + value + ": expected block or euclidean");
+        p.block_metric = value == "block";
+      } else if (key == "gain") {
+        if (value != "unbiased" && value != "none")
+          return invalid_argument("--repr-opt gain=" + value + ": expected unbiased or none");
+        p.unbiased_gain = value == "unbiased";
       } else if (key == "rht") {
         if (value != "on" && value != "off") return invalid_argument("--repr-opt rht=" + value + ": expected on or off");
         p.rht = value == "on";
       } else {
-        return invalid_argument("--repr-opt " + key + " is not an rvq option (beam, train_vectors, iters, seed, rht)");
+        return invalid_argument("--repr-opt " + key + " is not an rvq option (beam, train_vectors, iters, seed, rht, metric, gain)");
       }
     }
     // Global codebooks: k-means stage by stage on N(0, 1) training vectors.
