@@ -24,6 +24,15 @@ json quantization_config(const CompressOptions& o, const AssemblyInputs& in) {
   q["format_version"] = artifact::kArtifactFormatVersion;
   q["representations"] = json::array();
   for (const auto& c : in.codecs) q["representations"].push_back(c->record());
+  if (!in.records.empty()) {
+    json m = json::array();
+    for (const auto& layer : in.records) {
+      json l = json::array();
+      for (uint32_t r : layer) l.push_back({r, r, r});
+      m.push_back(l);
+    }
+    q["expert_matrices"] = m;
+  }
   q["method"] = o.method == QuantMethod::kGptq ? "gptq" : "rtn";
   q["grid"] = in.codecs.size() == 1 ? in.codecs[0]->grid_name() : "mixed";
   q["damp"] = o.damp;

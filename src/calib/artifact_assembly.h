@@ -18,8 +18,10 @@ struct AssemblyInputs {
   const io::SafetensorsModel* source = nullptr;
   std::vector<std::string> expert_tensor_names;  // source tensors replaced by packed experts
   std::vector<size_t> sparse_layers;
-  // The representation records, in record order; every expert matrix uses record 0.
+  // The representation records, in record order, and [layer][expert] -> the
+  // record of the expert's matrices (empty: record 0 for all).
   std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs;
+  std::vector<std::vector<uint32_t>> records;
   std::string provenance_json;                             // deterministic
   const WorkDir* work = nullptr;
 };

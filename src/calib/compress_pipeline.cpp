@@ -7,6 +7,7 @@
 #include <set>
 
 #include "artifact_assembly.h"
+#include "expert_rates.h"
 #include "expert_layer.h"
 #include "layer_packer.h"
 #include "submoe/calib/calibration_set.h"
@@ -42,17 +43,27 @@ Result<std::string> checkpoint_hash(const std::string& model_dir, const io::Safe
   return h.hex_digest();
 }
 
-json job_identity(const CompressOptions& o, const runtime::MatrixCodec& codec, const std::string& source_hash,
+std::string grid_of(const detail::ExpertRates& rates) {
+  return rates.codecs.size() == 1 ? rates.codecs[0]->grid_name() : "mixed";
+}
+
+json job_identity(const CompressOptions& o, const detail::ExpertRates& rates, const std::string& source_hash,
                   const calib::CalibrationSet& set, const std::vector<int32_t>& mask) {
+  json records = json::array(), writers = json::array();
+  for (const auto& c : rates.codecs) {
+    records.push_back(c->record());
+    writers.push_back(c->provenance());
+  }
   return {{"source_sha256", source_hash},
           {"calibration_sha256", set.text_sha256},
           {"calibration_tokens_sha256", set.tokens_sha256},
           {"samples", set.samples},
           {"seq_len", set.seq_len},
           {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
-          {"grid", codec.grid_name()},
-          {"representation", codec.record()},
-          {"representation_provenance", codec.provenance()},
+          {"grid", grid_of(rates)},
+          {"representation", records.size() == 1 ? records[0] : records},
+          {"representation_provenance", writers.size() == 1 ? writers[0] : writers},
+          {"allocation", rates.identity},
           {"damp", o.damp},
           {"expert_group", o.expert_group},
           {"act_order", o.act_order},
@@ -147,7 +158,8 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   if (o.expert_group == 0) return invalid_argument("--expert-group must be >= 1");
   if (!(o.damp > 0)) return invalid_argument("--damp must be > 0");
   if (!(o.token_cap_factor >= 1)) return invalid_argument("the token cap factor must be >= 1");
-  SUBMOE_ASSIGN_OR_RETURN(const std::shared_ptr<const runtime::MatrixCodec> codec, runtime::make_codec(o.repr));
+  // The representation first: bad options are refused before any loading.
+  if (o.alloc == RateAlloc::kUniform) SUBMOE_RETURN_IF_ERROR(runtime::make_codec(o.repr).status());
 
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir));
   const io::MoeModelConfig& c = model->config();
@@ -156,7 +168,22 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   SUBMOE_ASSIGN_OR_RETURN(auto source, io::SafetensorsModel::open(o.model_dir));
   SUBMOE_ASSIGN_OR_RETURN(std::string source_hash, checkpoint_hash(o.model_dir, *source));
   const size_t H = static_cast<size_t>(c.hidden_size), L = static_cast<size_t>(c.num_hidden_layers);
-  {
+  std::vector<bool> sparse(L);
+  std::vector<size_t> sparse_layers;
+  for (size_t l = 0; l < L; ++l) {
+    sparse[l] = c.is_moe_layer(static_cast<int>(l));
+    if (sparse[l]) sparse_layers.push_back(l);
+  }
+  const int threads = o.threads > 0 ? o.threads : hardware_threads();
+  ThreadPool pool(threads);
+  if (progress && o.alloc != RateAlloc::kUniform && o.popularity_path.empty()) {
+    Progress p;
+    p.layers = L;
+    p.stage = "popularity";
+    progress(p);
+  }
+  SUBMOE_ASSIGN_OR_RETURN(detail::ExpertRates rates, detail::plan_expert_rates(o, *model, set, sparse_layers, &pool));
+  for (const auto& codec : rates.codecs) {
     const auto h32 = static_cast<uint32_t>(H), i32 = static_cast<uint32_t>(c.moe_intermediate_size);
     SUBMOE_RETURN_IF_ERROR(codec->check_encodable(i32, h32).with_context("experts' gate/up projections [" +
                                                                      std::to_string(i32) + ", " + std::to_string(h32) + "]"));
@@ -184,7 +211,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   fs::create_directories(o.out_dir, ec);
   if (ec) return io_error("cannot create '" + o.out_dir + "': " + ec.message());
   detail::WorkDir work(o.out_dir);
-  const std::string job = job_identity(o, *codec, source_hash, set, mask_ids).dump(2);
+  const std::string job = job_identity(o, rates, source_hash, set, mask_ids).dump(2);
   const bool artifact_exists = fs::exists(o.out_dir + "/" + std::string(artifact::kWeightsFile), ec);
   if (work.exists()) {
     if (!o.resume)
@@ -200,17 +227,8 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   SUBMOE_RETURN_IF_ERROR(work.create());
   SUBMOE_RETURN_IF_ERROR(work.write_job(job));
 
-  const int threads = o.threads > 0 ? o.threads : hardware_threads();
-  ThreadPool pool(threads);
   linalg::set_blas_threads(1);  // parallel over experts instead; and deterministic
-  auto packer = std::make_unique<detail::LayerPacker>(std::vector<std::shared_ptr<const runtime::MatrixCodec>>{codec});
-
-  std::vector<bool> sparse(L);
-  std::vector<size_t> sparse_layers;
-  for (size_t l = 0; l < L; ++l) {
-    sparse[l] = c.is_moe_layer(static_cast<int>(l));
-    if (sparse[l]) sparse_layers.push_back(l);
-  }
+  auto packer = std::make_unique<detail::LayerPacker>(rates.codecs, rates.records);
   std::vector<std::string> expert_names;
   std::vector<model::LayerExpertWeights> layer_weights(L);
   for (size_t l : sparse_layers) {
@@ -379,7 +397,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
         {"mean", sparse_layers.empty() ? 0.0 : tmean_sum / static_cast<double>(sparse_layers.size())},
         {"max", tmax}}},
       {"method", o.method == QuantMethod::kGptq ? "gptq" : "rtn"},
-      {"grid", codec->grid_name()},
+      {"grid", grid_of(rates)},
       {"damp", o.damp},
       {"expert_group", o.expert_group},
       {"act_order", o.act_order},
@@ -388,6 +406,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
       {"rtn_fallbacks", summary.rtn_fallbacks},
       {"natural_sparsity", summary.natural_sparsity},
       {"layers", layers}};
+  if (!rates.provenance.is_null()) provenance["allocation"] = rates.provenance;
   provenance["representations"] = json::array();
   for (const auto& codec_k : packer->codecs()) {
     json r = codec_k->record();
@@ -401,6 +420,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   ai.expert_tensor_names = expert_names;
   ai.sparse_layers = sparse_layers;
   ai.codecs = packer->codecs();
+  ai.records = rates.records;
   ai.provenance_json = provenance.dump();
   ai.work = &work;
   hook();

@@ -2,8 +2,9 @@
 
 namespace submoe::calib::detail {
 
-LayerPacker::LayerPacker(std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs)
-    : codecs_(std::move(codecs)) {}
+LayerPacker::LayerPacker(std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs,
+                         std::vector<std::vector<uint32_t>> records)
+    : codecs_(std::move(codecs)), records_(std::move(records)) {}
 
 Result<std::vector<PackedTensor>> LayerPacker::pack(int layer, int expert, artifact::Projection proj,
                                                     const runtime::MatrixEncoder& encoder) const {

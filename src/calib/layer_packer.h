@@ -19,12 +19,17 @@ using runtime::PackedTensor;
 
 class LayerPacker {
  public:
-  // `codecs`: the artifact's representation records, in record order.
-  explicit LayerPacker(std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs);
+  // `codecs`: the artifact's representation records, in record order;
+  // `records` [layer][expert] -> record index of the expert's three matrices
+  // (empty: record 0 for all).
+  LayerPacker(std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs,
+              std::vector<std::vector<uint32_t>> records);
 
   const std::vector<std::shared_ptr<const runtime::MatrixCodec>>& codecs() const { return codecs_; }
-  // Record index of (layer, expert, projection): every matrix uses record 0 today.
-  uint32_t record_of(size_t /*layer*/, size_t /*expert*/, artifact::Projection /*p*/) const { return 0; }
+  // Record index of (layer, expert, projection).
+  uint32_t record_of(size_t layer, size_t expert, artifact::Projection /*p*/) const {
+    return records_.empty() ? 0u : records_[layer][expert];
+  }
   const runtime::MatrixCodec& codec(size_t layer, size_t expert, artifact::Projection p) const {
     return *codecs_[record_of(layer, expert, p)];
   }
@@ -40,6 +45,7 @@ class LayerPacker {
 
  private:
   std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs_;
+  std::vector<std::vector<uint32_t>> records_;
   std::vector<PackedTensor> tensors_;
   uint64_t bytes_ = 0;
 };

@@ -24,6 +24,7 @@ struct CompressCli {
   std::vector<int32_t> mask_ids;
   bool no_default_mask = false;
   std::vector<std::string> repr_opts;
+  std::string alloc = "uniform";
   bool no_rht = false, no_ldl = false;
   bool json = false;
   bool quiet = false;
@@ -144,6 +145,7 @@ Status run_compress(CompressCli& c) {
   else
     return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
   SUBMOE_ASSIGN_OR_RETURN(c.o.repr, repr_options(c));
+  SUBMOE_ASSIGN_OR_RETURN(c.o.alloc, calib::parse_rate_alloc(c.alloc));
   if (c.no_ldl) {
     // Error feedback off: every block rounded from its own values (RTN on the
     // representation's code), the seed's "no LDL" ablation.
@@ -191,6 +193,17 @@ void setup(CLI::App& root) {
   cmd->add_option("--repr-opt", c->repr_opts,
                   "KEY=VALUE option of the representation (repeatable), e.g. rvq's beam=8, train_vectors=65536,\n"
                   "iters=20, seed=1, rht=on|off; a representation refuses keys it does not know");
+  cmd->add_option("--alloc", c->alloc,
+                  "per-expert rates from routing popularity, on the representation's rate ladder (rvq: 0.5-bit\n"
+                  "steps, int: 2/3/4 bits), each layer's mean rate exactly --bits (docs/allocation.md):\n"
+                  "  uniform    every expert at --bits (default)\n"
+                  "  thirds     most-routed third of each layer +1 step, least-routed third -1 step\n"
+                  "  waterfill  r_e = r + 1/2 log2(pi_e / geometric mean), rounded to the ladder")
+      ->capture_default_str();
+  cmd->add_option("--popularity", c->o.popularity_path,
+                  "routing trace (submoe trace record) whose counts drive --alloc; default: the source model's\n"
+                  "routing on the calibration windows")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--no-rht", c->no_rht, "ablation: no incoherence rotation (= --repr-opt rht=off; rvq)");
   cmd->add_flag("--no-ldl", c->no_ldl,
                 "ablation: no error feedback, each block rounded from its own values (= --method rtn)");

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "submoe/calib/rate_allocation.h"
 #include "submoe/core/status.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/quant/grid.h"
@@ -37,6 +38,11 @@ struct CompressOptions {
   // The representation of the routed experts (runtime/representation.h):
   // a registry name plus its options (--bits, --group-size, --code, --dict-p0).
   runtime::ReprOptions repr{"ternary_dict"};
+  // Per-expert rates on the representation's ladder (calib/rate_allocation.h)
+  // from routing counts: of the source model on the calibration windows, or of
+  // the routing trace at `popularity_path` when set.
+  RateAlloc alloc = RateAlloc::kUniform;
+  std::string popularity_path;
   size_t samples = 128;
   size_t seq_len = 256;
   double damp = 0.1;

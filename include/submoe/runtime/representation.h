@@ -136,6 +136,14 @@ struct ReprOptions {
 // kInvalidArgument naming the first --repr-opt, for representations that take none.
 Status refuse_extra_options(const ReprOptions& options, std::string_view representation);
 
+// A representation's rate ladder around a requested rate (per-expert rates,
+// compress --alloc): offsets in [min_offset, max_offset] steps of step_bits
+// bits; all zero when the representation has no ladder.
+struct RateLadder {
+  int min_offset = 0, max_offset = 0;
+  double step_bits = 0;
+};
+
 // Finds a shared tensor of an artifact by full name (null when absent).
 using TensorLookup = std::function<const io::TensorView*(std::string_view name)>;
 
@@ -152,6 +160,13 @@ class Representation {
   // The options an older `compress --grid NAME` spelling stands for, when this
   // representation owns that grid name ("ternary", "int4"); nullopt otherwise.
   virtual std::optional<ReprOptions> from_grid_name(std::string_view /*grid*/) const { return std::nullopt; }
+  // The ladder around `base` (validated options); none by default.
+  virtual RateLadder rate_ladder(const ReprOptions& /*base*/) const { return {}; }
+  // The codecs of `base` moved by each of `offsets` ladder steps (in order),
+  // sharing their shared tensors (one set per artifact). The default makes each
+  // one from the options with bits + offset x step_bits.
+  virtual Result<std::vector<std::shared_ptr<const MatrixCodec>>> codecs_on_ladder(const ReprOptions& base,
+                                                                                  std::span<const int> offsets) const;
   // `record` is one representations entry; `where` prefixes error messages
   // (e.g. "config.json: quantization_config.representations[0]"); shared
   // tensors are found with `tensors` and validated here.

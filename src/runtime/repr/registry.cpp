@@ -74,6 +74,22 @@ Result<std::shared_ptr<const MatrixCodec>> codec_from_record(const nlohmann::jso
                      representation_names() + ")");
 }
 
+Result<std::vector<std::shared_ptr<const MatrixCodec>>> Representation::codecs_on_ladder(
+    const ReprOptions& base, std::span<const int> offsets) const {
+  const RateLadder ladder = rate_ladder(base);
+  std::vector<std::shared_ptr<const MatrixCodec>> out;
+  for (int k : offsets) {
+    if (k < ladder.min_offset || k > ladder.max_offset || (k != 0 && !(ladder.step_bits > 0)) ||
+        (k != 0 && !base.bits))
+      return invalid_argument(std::string(name()) + ": no rate " + std::to_string(k) + " steps from the requested one");
+    ReprOptions o = base;
+    if (k != 0) o.bits = *base.bits + k * ladder.step_bits;
+    SUBMOE_ASSIGN_OR_RETURN(auto c, from_options(o));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 Status refuse_extra_options(const ReprOptions& options, std::string_view representation) {
   if (options.extra.empty()) return Status::ok();
   return invalid_argument("--repr-opt " + options.extra.front().first + " does not apply to " +

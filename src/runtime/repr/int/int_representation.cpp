@@ -140,6 +140,11 @@ class IntRepresentation final : public Representation {
     SUBMOE_RETURN_IF_ERROR(intn::check_int_params(static_cast<uint32_t>(b), gs));
     return std::shared_ptr<const MatrixCodec>(new IntCodec(static_cast<uint32_t>(b), gs));
   }
+  RateLadder rate_ladder(const ReprOptions& base) const override {
+    if (!base.bits) return {};
+    const int b = static_cast<int>(*base.bits);
+    return {2 - b, 4 - b, 1.0};  // int2, int3, int4
+  }
   Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
                                                          const TensorLookup&) const override {
     const RecordKeys k{record, where};

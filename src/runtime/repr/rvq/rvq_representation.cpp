@@ -387,7 +387,7 @@ class RvqRepresentation final : public Representation {
            "0.5 bits per stage) with block-LDL feedback (--bits 0.5..4; --repr-opt beam=N, train_vectors=N, "
            "iters=N, seed=N, rht=on|off, metric=block|euclidean, gain=unbiased|none)";
   }
-  Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+  static Result<RvqParams> params_of(const ReprOptions& o) {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
     if (o.p0) return invalid_argument("--dict-p0 applies to ternary_dict only");
     if (o.group_size) return invalid_argument("--group-size applies to int only (rvq has one scale per row)");
@@ -425,14 +425,41 @@ class RvqRepresentation final : public Representation {
         return invalid_argument("--repr-opt " + key + " is not an rvq option (beam, train_vectors, iters, seed, rht, metric, gain)");
       }
     }
-    // Global codebooks: k-means stage by stage on N(0, 1) training vectors.
-    const std::vector<float> samples = rvq::gaussian_vectors(p.train_vectors, p.seed);
-    rvq::RvqTrainOptions t;
-    t.max_iterations = p.iters;
-    t.seed = p.seed;
-    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqTrainResult trained, rvq::train_rvq_codebooks(samples, p.stages, t));
-    auto cb = std::make_shared<const std::vector<float>>(std::move(trained.codebooks));
+    return p;
+  }
+  Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+    SUBMOE_ASSIGN_OR_RETURN(const RvqParams p, params_of(o));
+    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqCodebookSet cb, train(p, p.stages));
     return make(p, std::move(cb), kCodebookTensor);
+  }
+  RateLadder rate_ladder(const ReprOptions& base) const override {
+    auto p = params_of(base);
+    if (!p.is_ok()) return {};
+    const int s = static_cast<int>(p->stages);
+    return {1 - s, static_cast<int>(rvq::kRvqMaxStages) - s, rvq::kRvqBitsPerStage};
+  }
+  // One codebook set, trained for the highest stage count: every stage count
+  // uses its prefix (stage s is trained on the residual of stages < s only).
+  Result<std::vector<std::shared_ptr<const MatrixCodec>>> codecs_on_ladder(
+      const ReprOptions& base, std::span<const int> offsets) const override {
+    SUBMOE_ASSIGN_OR_RETURN(const RvqParams p, params_of(base));
+    const RateLadder ladder = rate_ladder(base);
+    int top = 0;
+    for (int k : offsets) {
+      if (k < ladder.min_offset || k > ladder.max_offset)
+        return invalid_argument("rvq: " + std::to_string(p.stages) + " stages " + (k < 0 ? "" : "+") +
+                                std::to_string(k) + " is outside 1..8 stages");
+      top = std::max(top, k);
+    }
+    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqCodebookSet cb, train(p, p.stages + static_cast<uint32_t>(top)));
+    std::vector<std::shared_ptr<const MatrixCodec>> out;
+    for (int k : offsets) {
+      RvqParams q = p;
+      q.stages = static_cast<uint32_t>(static_cast<int>(p.stages) + k);
+      SUBMOE_ASSIGN_OR_RETURN(auto c, make(q, cb, kCodebookTensor));
+      out.push_back(std::move(c));
+    }
+    return out;
   }
   Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
                                                          const TensorLookup& tensors) const override {
@@ -464,6 +491,15 @@ class RvqRepresentation final : public Representation {
   }
 
  private:
+  // Global codebooks: k-means stage by stage on N(0, 1) training vectors.
+  static Result<rvq::RvqCodebookSet> train(const RvqParams& p, uint32_t stages) {
+    const std::vector<float> samples = rvq::gaussian_vectors(p.train_vectors, p.seed);
+    rvq::RvqTrainOptions t;
+    t.max_iterations = p.iters;
+    t.seed = p.seed;
+    SUBMOE_ASSIGN_OR_RETURN(rvq::RvqTrainResult trained, rvq::train_rvq_codebooks(samples, stages, t));
+    return rvq::RvqCodebookSet(std::make_shared<const std::vector<float>>(std::move(trained.codebooks)));
+  }
   static Result<std::shared_ptr<const MatrixCodec>> make(const RvqParams& p, rvq::RvqCodebookSet cb,
                                                          std::string name) {
     SUBMOE_ASSIGN_OR_RETURN(rvq::RvqEncoder enc, rvq::RvqEncoder::create(*cb, p.stages));
