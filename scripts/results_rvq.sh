@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Held-out loss of the embedded model compressed with rvq at several rates and
-# its ablations (--no-ldl, --no-rht), beside GPTQ / RTN int grids with groups of
+# Held-out loss of the embedded model compressed with rvq at several rates, each
+# with its ablations (--no-ldl, --no-rht) and popularity-conditioned rates
+# (--alloc thirds, waterfill), beside GPTQ / RTN int grids with groups of
 # 128 and GPTQ ternary, all at their measured expert bits per weight
 # (docs/results.md, "Residual VQ"). Held-out text: data/heldout-war-and-peace.txt,
 # windows of 256 tokens.
@@ -17,13 +18,32 @@ mkdir -p "$work"
 configs=(
   "bf16 -"
   "rvq1.0 --repr rvq --bits 1"
+  "rvq1.0-no-ldl --repr rvq --bits 1 --no-ldl"
+  "rvq1.0-no-rht --repr rvq --bits 1 --no-rht"
+  "rvq1.0-thirds --repr rvq --bits 1 --alloc thirds"
+  "rvq1.0-waterfill --repr rvq --bits 1 --alloc waterfill"
   "rvq1.5 --repr rvq --bits 1.5"
+  "rvq1.5-no-ldl --repr rvq --bits 1.5 --no-ldl"
+  "rvq1.5-no-rht --repr rvq --bits 1.5 --no-rht"
+  "rvq1.5-thirds --repr rvq --bits 1.5 --alloc thirds"
+  "rvq1.5-waterfill --repr rvq --bits 1.5 --alloc waterfill"
   "rvq2.0 --repr rvq --bits 2"
   "rvq2.0-no-ldl --repr rvq --bits 2 --no-ldl"
   "rvq2.0-no-rht --repr rvq --bits 2 --no-rht"
+  "rvq2.0-thirds --repr rvq --bits 2 --alloc thirds"
+  "rvq2.0-waterfill --repr rvq --bits 2 --alloc waterfill"
   "rvq2.5 --repr rvq --bits 2.5"
+  "rvq2.5-no-ldl --repr rvq --bits 2.5 --no-ldl"
+  "rvq2.5-no-rht --repr rvq --bits 2.5 --no-rht"
+  "rvq2.5-thirds --repr rvq --bits 2.5 --alloc thirds"
+  "rvq2.5-waterfill --repr rvq --bits 2.5 --alloc waterfill"
   "rvq3.0 --repr rvq --bits 3"
+  "rvq3.0-no-ldl --repr rvq --bits 3 --no-ldl"
+  "rvq3.0-no-rht --repr rvq --bits 3 --no-rht"
+  "rvq3.0-thirds --repr rvq --bits 3 --alloc thirds"
+  "rvq3.0-waterfill --repr rvq --bits 3 --alloc waterfill"
   "gptq-int2-g128 --repr int --bits 2 --group-size 128"
+  "rtn-int2-g128 --repr int --bits 2 --group-size 128 --method rtn"
   "rtn-int3-g128 --repr int --bits 3 --group-size 128 --method rtn"
   "gptq-int3-g128 --repr int --bits 3 --group-size 128"
   "gptq-ternary --repr ternary_dict"

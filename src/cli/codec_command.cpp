@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "cli/codec_subcommands.h"
 #include "cli/command.h"
 #include "submoe/codec/rvq.h"
 #include "submoe/codec/ternary_dict.h"
@@ -446,6 +447,7 @@ void setup_codec(CLI::App& root) {
   setup_synth(*codec);
   setup_dict(*codec);
   setup_rvq_synth(*codec);
+  setup_rvq_fit(*codec);
 }
 
 }  // namespace

@@ -35,4 +35,9 @@ expect_keys repr bits_per_weight ratio_vs_bf16 compressed -- \
 expect_error "--bits must be 0.5 .. 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25
 expect_error "cols a multiple of 16" bench gemv --repr rvq --bits 2 --shape 64x40
 expect_error "--repr" bench gemv --repr nf4
+fixture=$2/tests/fixtures/qwen3_moe
+expect_keys mse_global mse_layer mse_layer_train test_vectors -- \
+  codec rvq-fit --model "$fixture" --bits 1 --train-vectors 512 --iters 2 --beam 1 --threads 1 --json
+expect_error "steps of 0.5" codec rvq-fit --model "$fixture" --bits 0.7
+expect_error "config.json" codec rvq-fit --model "$2/tests/fixtures/calib"
 [ "$fails" -eq 0 ] || exit 1
