@@ -1,4 +1,6 @@
-// Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (through
+// Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
+// F16, the ternary TQ1_0 / TQ2_0, and the types nearest submoe's rvq and int
+// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44, IQ4_NL 4.5; through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
 // a working set of distinct matrices larger than the last-level cache. The shared
@@ -27,6 +29,7 @@
 #include "submoe/core/thread_pool.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
+#include "submoe/kernels/rvq_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 #include "submoe/kernels/ternary_kernel_table.h"
 
@@ -80,11 +83,14 @@ std::unique_ptr<GgmlSet> make_ggml_set(ggml_type type, uint32_t rows, uint32_t c
   std::mt19937_64 rng(7);
   std::vector<float> w(static_cast<size_t>(rows) * cols);
   const bool ternary = type == GGML_TYPE_TQ1_0 || type == GGML_TYPE_TQ2_0;
+  // The i-quants need importance weights; uniform ones give the plain
+  // weighted fit (timing does not depend on them).
+  const std::vector<float> importance(cols, 1.0f);
   std::normal_distribution<float> nd(0.0f, 0.02f);
   std::uniform_real_distribution<double> ud(0.0, 1.0);
   for (float& v : w) v = ternary ? (ud(rng) < 0.885 ? 0.0f : (ud(rng) < 0.5 ? -0.03f : 0.03f)) : nd(rng);
   std::vector<uint8_t> q0(bytes);
-  ggml_quantize_chunk(type, w.data(), q0.data(), 0, rows, cols, nullptr);
+  ggml_quantize_chunk(type, w.data(), q0.data(), 0, rows, cols, importance.data());
   std::vector<uint32_t> order(rows);
   for (uint32_t r = 0; r < rows; ++r) order[r] = r;
   for (uint32_t i = 0; i < count; ++i) {
@@ -142,7 +148,8 @@ int main(int argc, char** argv) {
   ggml_threadpool* gpool = ggml_threadpool_new(&tpp);
   std::vector<Timed> timed;
   std::vector<std::unique_ptr<GgmlSet>> sets;
-  for (ggml_type t : {GGML_TYPE_BF16, GGML_TYPE_F16, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0}) {
+  for (ggml_type t : {GGML_TYPE_BF16, GGML_TYPE_F16, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_IQ2_XXS,
+                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL}) {
     if (cols % ggml_blck_size(t) != 0) {  // TQ1_0 / TQ2_0 blocks are 256 weights of a row
       std::printf("{\"kernel\": \"llama.cpp %s\", \"rows\": %u, \"cols\": %u, \"threads\": %d, "
                   "\"skipped\": \"cols not a multiple of its block size %lld\"}\n",
@@ -202,6 +209,29 @@ int main(int argc, char** argv) {
                                                       workspace, &pool, kernels::ActivationQuant::kInt8);
                    },
                    {}});
+
+  // submoe rvq (kernels/rvq_gemv.h) at 1.5, 2 and 3 bits: codes + f16 row
+  // scales (the shared codebooks are not counted, as ggml's tables are not).
+  std::vector<std::unique_ptr<kernels::RvqWorkingSet>> rvq_sets;
+  const kernels::RvqGemvKernels& rk = kernels::best_rvq_gemv_kernels();
+  if (cols % 16 == 0) {
+    for (uint32_t stages : {3u, 4u, 6u}) {
+      const uint32_t count = matrices_for(rvq::rvq_matrix_bytes(rows, cols, stages), llc);
+      Result<kernels::RvqWorkingSet> rs = kernels::make_rvq_working_set(rows, cols, stages, count, 3);
+      if (!rs.is_ok()) return 1;
+      rvq_sets.push_back(std::make_unique<kernels::RvqWorkingSet>(std::move(rs).value()));
+      const kernels::RvqWorkingSet* set = rvq_sets.back().get();
+      auto wsp = std::make_shared<std::vector<float>>(kernels::rvq_gemm_workspace_floats(rk, rows, cols, stages, 1));
+      char name[64];
+      std::snprintf(name, sizeof name, "submoe rvq %.1f bits, f32 activations", stages * 0.5);
+      timed.push_back({name, 8.0 * static_cast<double>(set->bytes_per_matrix()) / (static_cast<double>(rows) * cols),
+                       count, [&, set, wsp, xf](uint32_t i) {
+                         (void)kernels::gemm_rvq(rk, set->view(i), xf, kernels::OutputView{y.data(), rows}, *wsp,
+                                                 &pool);
+                       },
+                       {}});
+    }
+  }
 
   // Interleaved rounds: every kernel once per round, 3 untimed rounds first.
   for (uint32_t round = 0; round < iters + 3; ++round) {
