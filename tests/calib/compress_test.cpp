@@ -25,6 +25,7 @@
 #include "submoe/io/safetensors.h"
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/layer_runner.h"
+#include "submoe/runtime/artifact.h"
 #include "submoe/model/moe_model.h"
 #include "submoe/runtime/artifact_format.h"
 
@@ -327,18 +328,20 @@ TEST(Compress, DeterministicAcrossThreadCounts) {
 
 // kill -9 at step k (a child process), then --resume: the same bytes as an
 // uninterrupted run.
-TEST(Compress, ResumeAfterKillIsByteIdentical) {
-  CompressOptions ref = small_options("mixtral", temp_dir("ref"));
-  ref.repr = {"int", 3.0};
+// Kills a run of `ref` at several progress steps (SIGKILL from the step hook)
+// and resumes each: every resumed artifact equals the uninterrupted one.
+void expect_resume_byte_identical(CompressOptions ref, bool all_points) {
   uint64_t steps = 0;
   ref.step_hook = [&](uint64_t) { ++steps; };
   compress_or_die(ref);
   ref.step_hook = nullptr;
   ASSERT_GT(steps, 6u);
   const auto expected = artifact_files(ref.out_dir);
-  for (uint64_t k : {uint64_t{0}, uint64_t{2}, steps / 2, steps - 2, steps - 1}) {
+  std::vector<uint64_t> points = {2, steps / 2};
+  if (all_points) points = {0, 2, steps / 2, steps - 2, steps - 1};
+  for (uint64_t k : points) {
     CompressOptions o = ref;
-    o.out_dir = temp_dir("kill" + std::to_string(k));
+    o.out_dir = ref.out_dir + "_kill" + std::to_string(k);
     o.step_hook = [k](uint64_t step) {
       if (step == k) raise(SIGKILL);
     };
@@ -359,6 +362,42 @@ TEST(Compress, ResumeAfterKillIsByteIdentical) {
     fs::remove_all(o.out_dir);
   }
   fs::remove_all(ref.out_dir);
+}
+
+TEST(Compress, ResumeAfterKillIsByteIdentical) {
+  CompressOptions ref = small_options("mixtral", temp_dir("ref"));
+  ref.repr = {"int", 3.0};
+  expect_resume_byte_identical(ref, true);
+}
+
+// Per-expert rates (--alloc thirds on int's 2/3/4 ladder): the artifact holds
+// one record per rate and expert_matrices, loads, and resumes byte-identically
+// (the allocation is part of the job identity).
+TEST(Compress, PerExpertRatesLoadAndResumeByteIdentical) {
+  CompressOptions ref = small_options("qwen3_moe", temp_dir("alloc"));
+  ref.repr = {"int", 3.0};
+  ref.alloc = RateAlloc::kThirds;
+  const CompressSummary s = compress_or_die(ref).summary;
+  auto art = runtime::Artifact::open(ref.out_dir);
+  ASSERT_TRUE(art.is_ok()) << art.status().to_string();
+  std::map<std::string, int> experts_per_codec;
+  for (int e = 0; e < 8; ++e) ++experts_per_codec[art.value()->expert_codec(0, e, artifact::Projection::kGate).summary()];
+  // 8 experts: 2 at int4, 2 at int2, 4 at int3.
+  EXPECT_EQ(experts_per_codec.size(), 3u);
+  EXPECT_EQ(experts_per_codec["int (4 bits, per row)"], 2);
+  EXPECT_EQ(experts_per_codec["int (2 bits, per row)"], 2);
+  // Every layer's mean rate is exactly the requested 3 bits (the manifest's record).
+  auto manifest = io::read_file_to_string(ref.out_dir + "/submoe_manifest.json");
+  ASSERT_TRUE(manifest.is_ok());
+  const nlohmann::json alloc = nlohmann::json::parse(*manifest)["provenance"]["allocation"];
+  EXPECT_EQ(alloc["policy"], "thirds");
+  EXPECT_EQ(alloc["popularity"]["source"], "calibration");
+  ASSERT_EQ(alloc["layers"].size(), 2u);
+  for (const auto& l : alloc["layers"]) EXPECT_EQ(l["mean_bits"].get<double>(), 3.0);
+  EXPECT_GT(s.expert_bytes, 0u);
+  fs::remove_all(ref.out_dir);
+  ref.out_dir = temp_dir("alloc_resume");
+  expect_resume_byte_identical(ref, false);
 }
 
 TEST(Compress, RefusesToClobberOrMixJobs) {
