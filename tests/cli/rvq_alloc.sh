@@ -6,6 +6,7 @@
 # counts; bad combinations exit non-zero naming the flag.
 #   usage: rvq_alloc.sh SUBMOE_BINARY SOURCE_DIR
 set -euo pipefail
+source "$(dirname "$0")/lib/artifact_checks.bash"
 bin=$1
 src=$2
 model=$src/tests/fixtures/qwen3_moe
@@ -40,16 +41,7 @@ for layer in a["layers"]:
 print("ok   %s: %d records, every layer's mean 2.0 bits" % (alloc, len(stages)))
 PY
 done
-nll() { "$bin" eval --model "$work/$1" --text "$calib" --ctx 64 --max-tokens 256 --threads 1 "${@:2}" --json 2>/dev/null |
-        sed -n 's/.*"nll":\([-0-9.eE+]*\).*/\1/p'; }
-fused=$(nll thirds)
-ref=$(nll thirds --execution reference)
-paged=$(nll thirds --expert-cache-mb 0.02)
-awk -v f="$fused" -v r="$ref" -v p="$paged" 'BEGIN {
-  d = f - r; if (d < 0) d = -d
-  if (f == "" || r == "" || d > 1e-4) { printf "FAIL fused nll %s vs reference %s\n", f, r; exit 1 }
-  if (p != f) { printf "FAIL paged nll %s vs resident %s\n", p, f; exit 1 }
-  printf "ok   mixed rates: fused %s, reference %s, paged %s\n", f, r, p }'
+check_eval_paths "$bin" "$work/thirds" "$calib" "mixed rates"
 # Counts from a routing trace.
 "$bin" trace record --model "$model" --text "$calib" --out "$work/t.trace" --ctx 64 --max-tokens 128 >/dev/null 2>&1
 "$bin" compress --model "$model" --calib "$calib" --out "$work/traced" --repr int --bits 3 \

@@ -5,6 +5,7 @@
 # and the --no-rht / --no-ldl ablations write their own records.
 #   usage: rvq_artifact.sh SUBMOE_BINARY SOURCE_DIR
 set -euo pipefail
+source "$(dirname "$0")/lib/artifact_checks.bash"
 bin=$1
 src=$2
 model=$src/tests/fixtures/qwen3_moe
@@ -16,16 +17,7 @@ fast=(--samples 4 --seq-len 64 --quiet --repr-opt train_vectors=4096 --repr-opt 
 grep -q '"representation": "rvq"' "$work/a/config.json" || { echo "FAIL: config.json has no rvq record"; exit 1; }
 "$bin" inspect "$work/a" --no-tensors | grep -q "format 2: rvq (4 stages = 2.0 bits" ||
   { echo "FAIL: inspect does not show the rvq record"; exit 1; }
-nll() { "$bin" eval --model "$work/$1" --text "$calib" --ctx 64 --max-tokens 256 --threads 1 "${@:2}" --json 2>/dev/null |
-        sed -n 's/.*"nll":\([-0-9.eE+]*\).*/\1/p'; }
-fused=$(nll a)
-ref=$(nll a --execution reference)
-paged=$(nll a --expert-cache-mb 0.02)
-awk -v f="$fused" -v r="$ref" -v p="$paged" 'BEGIN {
-  d = f - r; if (d < 0) d = -d
-  if (f == "" || r == "" || d > 1e-4) { printf "FAIL fused nll %s vs reference %s\n", f, r; exit 1 }
-  if (p != f) { printf "FAIL paged nll %s vs resident %s\n", p, f; exit 1 }
-  printf "ok   fused %s, reference %s, paged %s\n", f, r, p }'
+check_eval_paths "$bin" "$work/a" "$calib" "rvq"
 out=$("$bin" run --model "$work/a" --prompt "To be" -n 4 --threads 1 2>&1)
 grep -q "4 generated" <<<"$out" || { echo "FAIL run: $out"; exit 1; }
 echo "ok   run"
