@@ -159,7 +159,12 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   if (!(o.damp > 0)) return invalid_argument("--damp must be > 0");
   if (!(o.token_cap_factor >= 1)) return invalid_argument("the token cap factor must be >= 1");
   // The representation first: bad options are refused before any loading.
-  if (o.alloc == RateAlloc::kUniform) SUBMOE_RETURN_IF_ERROR(runtime::make_codec(o.repr).status());
+  if (o.alloc == RateAlloc::kUniform && !o.popularity_path.empty())
+    return invalid_argument("--popularity goes with --alloc thirds or waterfill");
+  std::shared_ptr<const runtime::MatrixCodec> uniform_codec;
+  if (o.alloc == RateAlloc::kUniform) {
+    SUBMOE_ASSIGN_OR_RETURN(uniform_codec, runtime::make_codec(o.repr));
+  }
 
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir));
   const io::MoeModelConfig& c = model->config();
@@ -182,7 +187,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
     p.stage = "popularity";
     progress(p);
   }
-  SUBMOE_ASSIGN_OR_RETURN(detail::ExpertRates rates, detail::plan_expert_rates(o, *model, set, sparse_layers, &pool));
+  SUBMOE_ASSIGN_OR_RETURN(detail::ExpertRates rates, detail::plan_expert_rates(o, uniform_codec, *model, set, sparse_layers, &pool));
   for (const auto& codec : rates.codecs) {
     const auto h32 = static_cast<uint32_t>(H), i32 = static_cast<uint32_t>(c.moe_intermediate_size);
     SUBMOE_RETURN_IF_ERROR(codec->check_encodable(i32, h32).with_context("experts' gate/up projections [" +

@@ -1,6 +1,7 @@
 #include "expert_rates.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "submoe/calib/rate_allocation.h"
@@ -25,23 +26,32 @@ std::vector<std::vector<uint64_t>> count_choices(const offload::RoutingTrace& t)
 }
 
 // Routing counts per MoE layer, and where they came from.
+// The routing trace of --popularity, checked against the model (cheap: done
+// before any codebook is trained).
+Result<offload::RoutingTrace> load_popularity_trace(const CompressOptions& o, const model::MoeModel& model,
+                                                    size_t moe_layers) {
+  const auto experts = static_cast<uint32_t>(model.config().num_experts);
+  SUBMOE_ASSIGN_OR_RETURN(offload::RoutingTrace t, offload::RoutingTrace::load(o.popularity_path));
+  if (t.num_layers() != moe_layers || t.num_experts() != experts)
+    return invalid_argument("--popularity '" + o.popularity_path + "' records " + std::to_string(t.num_layers()) +
+                            " MoE layers of " + std::to_string(t.num_experts()) + " experts; the model has " +
+                            std::to_string(moe_layers) + " of " + std::to_string(experts));
+  if (t.num_tokens() == 0) return invalid_argument("--popularity '" + o.popularity_path + "' holds no tokens");
+  return t;
+}
+
+// Routing counts per MoE layer, and where they came from: the trace, or the
+// calibration windows through the source model, each from an empty cache.
 Result<std::pair<std::vector<std::vector<uint64_t>>, json>> popularity(const CompressOptions& o,
                                                                        const model::MoeModel& model,
                                                                        const CalibrationSet& set,
-                                                                       size_t moe_layers, ThreadPool* pool) {
-  const auto experts = static_cast<uint32_t>(model.config().num_experts);
-  if (!o.popularity_path.empty()) {
-    SUBMOE_ASSIGN_OR_RETURN(offload::RoutingTrace t, offload::RoutingTrace::load(o.popularity_path));
-    if (t.num_layers() != moe_layers || t.num_experts() != experts)
-      return invalid_argument("--popularity '" + o.popularity_path + "' records " + std::to_string(t.num_layers()) +
-                              " MoE layers of " + std::to_string(t.num_experts()) + " experts; the model has " +
-                              std::to_string(moe_layers) + " of " + std::to_string(experts));
-    if (t.num_tokens() == 0) return invalid_argument("--popularity '" + o.popularity_path + "' holds no tokens");
+                                                                       const offload::RoutingTrace* trace,
+                                                                       ThreadPool* pool) {
+  if (trace != nullptr) {
     SUBMOE_ASSIGN_OR_RETURN(std::string sha, sha256_file(o.popularity_path));
-    json src = {{"source", "trace"}, {"trace_sha256", sha}, {"tokens", t.num_tokens()}};
-    return std::make_pair(count_choices(t), src);
+    json src = {{"source", "trace"}, {"trace_sha256", sha}, {"tokens", trace->num_tokens()}};
+    return std::make_pair(count_choices(*trace), src);
   }
-  // The calibration windows through the source model, each from an empty cache.
   offload::TraceRecordOptions r;
   r.context = set.seq_len;
   r.prefill_chunk = std::min<size_t>(set.seq_len, 128);
@@ -53,27 +63,34 @@ Result<std::pair<std::vector<std::vector<uint64_t>>, json>> popularity(const Com
 
 }  // namespace
 
-Result<ExpertRates> plan_expert_rates(const CompressOptions& o, const model::MoeModel& model, const CalibrationSet& set,
+Result<ExpertRates> plan_expert_rates(const CompressOptions& o, std::shared_ptr<const runtime::MatrixCodec> uniform_codec,
+                                      const model::MoeModel& model, const CalibrationSet& set,
                                       std::span<const size_t> sparse_layers, ThreadPool* pool) {
   ExpertRates out;
   if (o.alloc == RateAlloc::kUniform) {
-    if (!o.popularity_path.empty()) return invalid_argument("--popularity goes with --alloc thirds or waterfill");
-    SUBMOE_ASSIGN_OR_RETURN(auto codec, runtime::make_codec(o.repr));
-    out.codecs.push_back(std::move(codec));
+    if (uniform_codec == nullptr) return internal_error("plan_expert_rates: uniform allocation without its codec");
+    out.codecs.push_back(std::move(uniform_codec));
     out.identity = "uniform";
     return out;
   }
+  // Cheap checks first: the trace file, then the ladder (codecs_on_ladder
+  // validates the options when it makes the codecs).
   SUBMOE_ASSIGN_OR_RETURN(const runtime::Representation* rep, runtime::find_representation(o.repr.name));
-  // A codec at the requested rate validates the options before any work.
-  SUBMOE_RETURN_IF_ERROR(rep->from_options(o.repr).status());
+  std::optional<offload::RoutingTrace> trace;
+  if (!o.popularity_path.empty()) {
+    SUBMOE_ASSIGN_OR_RETURN(trace, load_popularity_trace(o, model, sparse_layers.size()));
+  }
   const runtime::RateLadder ladder = rep->rate_ladder(o.repr);
-  if (!(ladder.step_bits > 0))
+  if (!(ladder.step_bits > 0)) {
+    SUBMOE_RETURN_IF_ERROR(rep->from_options(o.repr).status());  // bad options say so first
     return invalid_argument("--alloc " + std::string(rate_alloc_name(o.alloc)) + ": representation " +
                             std::string(rep->name()) + " has no rate ladder (per-expert rates need one: rvq, int)");
-  SUBMOE_ASSIGN_OR_RETURN(auto pop, popularity(o, model, set, sparse_layers.size(), pool));
-  const auto& counts = pop.first;
-
+  }
   const LadderRange range{ladder.min_offset, ladder.max_offset, ladder.step_bits};
+  if (o.alloc == RateAlloc::kThirds && model.config().num_experts >= 3)
+    SUBMOE_RETURN_IF_ERROR(allocate_rates(o.alloc, std::vector<uint64_t>(3, 0), range).status());
+  SUBMOE_ASSIGN_OR_RETURN(auto pop, popularity(o, model, set, trace ? &*trace : nullptr, pool));
+  const auto& counts = pop.first;
   std::vector<std::vector<int>> offsets;
   std::set<int> used;
   for (size_t i = 0; i < sparse_layers.size(); ++i) {

@@ -32,7 +32,9 @@ struct ExpertRates {
   nlohmann::json identity;
 };
 
-Result<ExpertRates> plan_expert_rates(const CompressOptions& o, const model::MoeModel& model, const CalibrationSet& set,
+// `uniform_codec`: the codec of o.repr, already made (--alloc uniform only).
+Result<ExpertRates> plan_expert_rates(const CompressOptions& o, std::shared_ptr<const runtime::MatrixCodec> uniform_codec,
+                                      const model::MoeModel& model, const CalibrationSet& set,
                                       std::span<const size_t> sparse_layers, ThreadPool* pool);
 
 }  // namespace submoe::calib::detail
