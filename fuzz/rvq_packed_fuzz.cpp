@@ -15,20 +15,15 @@
 #include "submoe/codec/rvq.h"
 #include "submoe/core/bf16.h"
 
+#include "fuzz_input.h"
+
 using namespace submoe;
 using namespace submoe::rvq;
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-struct Reader {
-  const uint8_t* p;
-  size_t n;
-  uint32_t u8() { return n ? (--n, *p++) : 0u; }
-};
+using submoe::fuzz::Reader;
+using submoe::fuzz::require;
 
 // Fixed codebooks (8 stages of N(0, 1) entries scaled down per stage, as
 // trained residual codebooks are); training them here would dominate the run.

@@ -13,27 +13,21 @@
 
 #include "submoe/codec/ternary_dict.h"
 
+#include "fuzz_input.h"
+
 using namespace submoe;
 using namespace submoe::ternary;
 
 namespace {
+
+using submoe::fuzz::Reader;
+using submoe::fuzz::require;
 
 const TernaryDictionary& dict(int which) {
   static const TernaryDictionary q = build_qmoe_dictionary(0.885).value();
   static const TernaryDictionary t = build_tunstall_dictionary(0.885).value();
   return which == 0 ? q : t;
 }
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-struct Reader {
-  const uint8_t* p;
-  size_t n;
-  uint32_t u8() { return n ? (--n, *p++) : 0u; }
-  uint32_t u16() { return u8() | (u8() << 8); }
-};
 
 void check_round_trip(const std::vector<uint8_t>& symbols, uint32_t rows, uint32_t cols, const TernaryDictionary& d) {
   std::vector<RowScales> scales(rows, RowScales{float_to_bf16(-1.0f), float_to_bf16(2.0f)});

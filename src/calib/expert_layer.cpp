@@ -32,6 +32,7 @@ struct ExpertWork {
   // Squared errors: sum (W - W_hat)^2 and sum W^2; with a Hessian also the
   // output-space sums tr((W - W_hat) H (W - W_hat)^T) and tr(W H W^T).
   double weight_err[3] = {}, weight_ref[3] = {}, output_err[3] = {}, output_ref[3] = {};
+  std::vector<double> row_zeros[3];        // fraction of zero reconstructed weights per row
 };
 
 std::string proj_name(int p) { return std::string(artifact::projection_name(static_cast<Projection>(p))); }
@@ -256,6 +257,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
       const std::vector<float> wg = w.enc[0]->dequantize(), wu = w.enc[1]->dequantize(), wd = w.enc[2]->dequantize();
       const std::vector<float>* hat[3] = {&wg, &wu, &wd};
       for (int p = 0; p < 3; ++p) {
+        row_sparsity(*hat[p], p == 2 ? H : I, p == 2 ? I : H, &w.row_zeros[p]);
         std::vector<float> err(w.w[p].size());
         for (size_t i = 0; i < err.size(); ++i) {
           err[i] = w.w[p][i] - (*hat[p])[i];
@@ -323,9 +325,8 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
         weight_ref[pi] += w.weight_ref[p];
         output_err[pi] += w.output_err[p];
         output_ref[pi] += w.output_ref[p];
-        const size_t rows = w.enc[p]->rows(), cols = w.enc[p]->cols();
-        row_sparsity(w.enc[p]->dequantize(), rows, cols, &sparsity);
-        report->weights += rows * cols;
+        sparsity.insert(sparsity.end(), w.row_zeros[p].begin(), w.row_zeros[p].end());
+        report->weights += w.enc[p]->rows() * w.enc[p]->cols();
       }
     }
     if (on_expert_done) on_expert_done(g1, E);
