@@ -30,6 +30,8 @@ expect_error "int needs --bits 2, 3 or 4" --repr int
 expect_error "--bits does not apply to ternary_dict" --repr ternary --bits 2
 expect_error "--grid and --repr are two spellings" --grid int4 --repr int
 expect_error "unknown grid 'int8'" --grid int8
+expect_error "--repr-opt metric=l2: expected block or euclidean" --repr rvq --bits 2 --repr-opt metric=l2
+expect_error "--repr-opt gain=ls: expected unbiased or none" --repr rvq --bits 2 --repr-opt gain=ls
 expect_error "group size 32 does not divide the 16 input columns" --repr int --bits 4 --group-size 32
 # The two spellings of one choice write the same artifact.
 "$bin" compress --model "$model" --calib "$calib" --out "$work/a" --samples 2 --seq-len 16 --quiet --grid int3 >/dev/null

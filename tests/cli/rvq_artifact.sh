@@ -21,7 +21,13 @@ check_eval_paths "$bin" "$work/a" "$calib" "rvq"
 out=$("$bin" run --model "$work/a" --prompt "To be" -n 4 --threads 1 2>&1)
 grep -q "4 generated" <<<"$out" || { echo "FAIL run: $out"; exit 1; }
 echo "ok   run"
-"$bin" compress --model "$model" --calib "$calib" --out "$work/b" --repr rvq --bits 1.5 --no-rht --no-ldl "${fast[@]}" >/dev/null
+"$bin" compress --model "$model" --calib "$calib" --out "$work/b" --repr rvq --bits 1.5 --no-rht --no-ldl "${fast[@]}" \
+  --repr-opt metric=euclidean --repr-opt gain=none >/dev/null
 grep -q '"rotation": "none"' "$work/b/config.json" || { echo "FAIL: --no-rht did not record rotation none"; exit 1; }
 grep -q '"method": "rtn"' "$work/b/config.json" || { echo "FAIL: --no-ldl did not compress without feedback"; exit 1; }
+grep -q 'beam search, Euclidean distance' "$work/b/submoe_manifest.json" ||
+  { echo "FAIL: metric=euclidean not in the provenance"; exit 1; }
+grep -q 'none: scale = f16(RMS)' "$work/b/submoe_manifest.json" || { echo "FAIL: gain=none not in the provenance"; exit 1; }
+grep -q "solver's block metric" "$work/a/submoe_manifest.json" && grep -q 'unbiased: scale' "$work/a/submoe_manifest.json" ||
+  { echo "FAIL: the default encoder choices are not in the provenance"; exit 1; }
 echo "ok   ablations"
