@@ -24,6 +24,7 @@ struct EvalOptions {
   std::string text;
   size_t context = 512;
   size_t max_tokens = 0;
+  size_t chunk = 256;
   int threads = 0;
   bool json = false;
 };
@@ -31,6 +32,7 @@ struct EvalOptions {
 Status run_eval(const EvalOptions& o) {
   if (o.threads < 0) return invalid_argument("--threads must be >= 0");
   if (o.context < 2) return invalid_argument("--ctx must be at least 2");
+  if (o.chunk < 1) return invalid_argument("--chunk must be at least 1");
   SUBMOE_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_for_command(o.m));
   const std::unique_ptr<model::MoeModel>& m = loaded.model;
   const bool artifact = loaded.artifact;
@@ -45,6 +47,7 @@ Status run_eval(const EvalOptions& o) {
   eval::LossOptions lo;
   lo.context = o.context;
   lo.max_tokens = o.max_tokens;
+  lo.chunk = o.chunk;
   auto last = std::chrono::steady_clock::now();
   SUBMOE_ASSIGN_OR_RETURN(
       eval::LossResult r,
@@ -60,6 +63,7 @@ Status run_eval(const EvalOptions& o) {
     j["model"] = o.m.model;
     j["text"] = o.text;
     j["ctx"] = o.context;
+    j["chunk"] = o.chunk;
     j["tokens_in_file"] = ids.size();
     j["tokens"] = r.tokens_scored;
     j["tokens_processed"] = r.tokens_processed;
@@ -96,7 +100,7 @@ void setup_eval(CLI::App& root) {
       "the first is scored by -log p(token | earlier tokens of the window); the first token of a\n"
       "window has no context and is not scored. Prints the mean NLL (nats/token) and perplexity\n"
       "exp(NLL); --json prints one object: tokens (scored), nll, ppl, seconds, tokens_per_s (tokens\n"
-      "run through the model per second), windows, ctx, tokens_in_file, tokens_processed, threads,\n"
+      "run through the model per second), windows, ctx, chunk, tokens_in_file, tokens_processed, threads,\n"
       "artifact (true/false) and execution (fused/fused-bf16/fused-int8/reference, null for a checkpoint).\n"
       "Progress goes to stderr every ~2 s.");
   cmd->add_option("--model", o->m.model,
@@ -105,6 +109,11 @@ void setup_eval(CLI::App& root) {
   cmd->add_option("--text", o->text, "UTF-8 text file to score")->required();
   cmd->add_option("--ctx", o->context, "window length in tokens")->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "use only the first N tokens of the file; 0 = all")
+      ->capture_default_str();
+  cmd->add_option("--chunk", o->chunk,
+                  "tokens per forward call inside a window (the KV cache carries the rest); 1 scores the text "
+                  "token by token through the batch-1 kernels generation runs, larger values through the "
+                  "batched (prefill) kernels. The loss differs only by those kernels' roundings")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
   add_model_flags(cmd, &o->m);

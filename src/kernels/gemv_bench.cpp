@@ -232,6 +232,8 @@ Result<RvqWorkingSet> make_rvq_working_set(uint32_t rows, uint32_t cols, uint32_
     for (; k < ncodes; ++k) c.codes[k] = static_cast<uint8_t>(rng());
     for (uint32_t r = 0; r < rows; ++r)
       c.scales[r] = float_to_f16_bits(0.01f * (1.0f + static_cast<float>(rng() % 1024) / 1024.0f));
+    const rvq::RvqView v{rows, cols, stages, c.codes.data(), c.scales.data(), s.codebooks.data()};
+    SUBMOE_ASSIGN_OR_RETURN(c.panels, RvqPanels::pack(v));
     s.copies.push_back(std::move(c));
   }
   return s;
@@ -380,7 +382,7 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
       const ActivationsView xv = type == ActivationType::kF32 ? ActivationsView::f32(x.data(), batch, c.cols)
                                                               : ActivationsView::bf16(x_bf16.data(), batch, c.cols);
       timed.push_back({t, n, [&, xv](uint32_t i) {
-                         return gemm_rvq(rk, rs.view(i), xv, out, rvq_workspace, pool);
+                         return gemm_rvq(rk, rs.panel_view(i), xv, out, rvq_workspace, pool);
                        }, {}, {}});
     };
     add_rvq(&res.compressed, c.batch, ActivationType::kF32);

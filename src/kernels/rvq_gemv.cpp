@@ -25,44 +25,38 @@ using detail::kAlignFloats;
 
 const RvqGemvKernels kScalarKernels = {
     Isa::kScalar,
-    "gemv_f32_rvq_lut_scalar", detail::rvq_build_tp1_scalar, detail::rvq_rows_tp1_scalar,
+    "gemv_rvq_i8lut_scalar", detail::rvq_build_i8_scalar, detail::rvq_rows_i8_scalar,
     "gemm_f32_rvq_lut_slab_scalar", detail::rvq_build_slab_scalar, detail::rvq_rows_slab_scalar,
     8, 1,
 };
 
 const RvqGemvKernels kAvx2Kernels = {
     Isa::kAvx2,
-    "gemv_f32_rvq_lut_gather_avx2", detail::rvq_build_tp1_avx2, detail::rvq_rows_tp1_avx2,
+    "gemv_rvq_i8lut_shuffle_avx2", detail::rvq_build_i8_avx2, detail::rvq_rows_i8_avx2,
     "gemm_f32_rvq_lut_slab_avx2", detail::rvq_build_slab_avx2, detail::rvq_rows_slab_avx2,
     8, 4,
 };
 
 const RvqGemvKernels kAvx512Kernels = {
     Isa::kAvx512,
-    "gemv_f32_rvq_lut_gather_avx512", detail::rvq_build_tp1_avx512, detail::rvq_rows_tp1_avx512,
+    "gemv_rvq_i8lut_shuffle_avx2", detail::rvq_build_i8_avx2, detail::rvq_rows_i8_avx2,
     "gemm_f32_rvq_lut_slab_avx512", detail::rvq_build_slab_avx512, detail::rvq_rows_slab_avx512,
     16, 4,
 };
 
-// Bytes of table one column tile of the row pass reads (half of a 512 KiB L2).
-// Measured on Zen 3 at 2080 x 6144, batch 1 (hot, CPU time, noisy machine):
-// 0.75-0.87 ns per lookup with 256 KiB tiles, 1.1 untiled (1.5 MiB table from
-// L3), 1.4 with 16 KiB (L1-sized) tiles and 2.2 with 64 KiB: small tiles cost
-// more in per-row overhead and strided code reads than they save in L1 hits.
-// Tiles are at least 16 blocks (the AVX-512 gather step) and a multiple of 16.
-constexpr size_t kTileBytesTp1 = 256 << 10;
+// Bytes of slab table one column tile of the row pass reads (half of a 512 KiB
+// L2). Tiles are at least 16 blocks and a multiple of 16.
 constexpr size_t kTileBytesSlab = 256 << 10;
 
 uint32_t tile_blocks(uint32_t token_pad) {
-  const size_t bytes = token_pad == 1 ? kTileBytesTp1 : kTileBytesSlab;
   const size_t per_block = size_t{rvq::kRvqEntries} * token_pad * sizeof(float);
-  return static_cast<uint32_t>(std::max<size_t>(16, bytes / per_block / 16 * 16));
+  return static_cast<uint32_t>(std::max<size_t>(16, kTileBytesSlab / per_block / 16 * 16));
 }
 
 size_t round_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
 struct Layout {
-  size_t cbt = 0, xs = 0, table = 0, part = 0, total = 0;
+  size_t cbt = 0, xs = 0, table = 0, qtable = 0, tile_scale = 0, part = 0, total = 0;
 };
 
 Layout workspace_layout(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, uint32_t stages, uint32_t batch) {
@@ -72,12 +66,16 @@ Layout workspace_layout(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, u
   l.cbt = 0;
   l.xs = l.cbt + round_floats(size_t{stages} * rvq::kRvqCodebookFloats);
   l.table = l.xs + round_floats(size_t{batch} * cols);
-  l.part = l.table + round_floats(n * rvq::kRvqEntries * tp);
-  l.total = kAlignFloats + l.part + round_floats(size_t{rows} * tp);
+  l.qtable = l.table + round_floats(n * rvq::kRvqEntries * tp);
+  // Batch 1: int8 slices of every pair (pairs * 512 bytes >= n * 256) and the tile scales.
+  const size_t q_floats = batch == 1 ? size_t{rvq_pairs(cols, stages)} * 16 * kRvqPairBytes / sizeof(float) : 0;
+  l.tile_scale = l.qtable + round_floats(q_floats);
+  l.part = l.tile_scale + round_floats(batch == 1 ? rvq_i8_tiles(cols) : 0);
+  l.total = kAlignFloats + l.part + round_floats(size_t{rvq_panels(rows)} * kRvqPanelRows * tp);
   return l;
 }
 
-Status check_args(const RvqGemvKernels& k, const rvq::RvqView& w, const ActivationsView& x, const OutputView& y,
+Status check_args(const RvqGemvKernels& k, const RvqPanelView& w, const ActivationsView& x, const OutputView& y,
                   std::span<float> workspace) {
   if (k.gemv_build == nullptr || k.gemv_rows == nullptr || k.gemm_build == nullptr || k.gemm_rows == nullptr ||
       k.slab == 0 || k.slab > 16)
@@ -91,7 +89,7 @@ Status check_args(const RvqGemvKernels& k, const rvq::RvqView& w, const Activati
   if (w.stages < 1 || w.stages > rvq::kRvqMaxStages)
     return invalid_argument("gemm_rvq: stages " + std::to_string(w.stages) + " outside 1.." +
                             std::to_string(rvq::kRvqMaxStages));
-  if (w.codes == nullptr || w.scales == nullptr || w.codebooks == nullptr)
+  if (w.panels == nullptr || w.scales == nullptr || w.codebooks == nullptr)
     return invalid_argument("gemm_rvq: packed matrix has null arrays");
   if (y.data == nullptr) return invalid_argument("gemm_rvq: null output");
   if (x.batch > 1 && y.stride < w.rows) return invalid_argument("gemm_rvq: output stride < rows");
@@ -109,7 +107,7 @@ Status check_args(const RvqGemvKernels& k, const rvq::RvqView& w, const Activati
 // cbt[s][j][c] = codebook[s][c][j]: the one-token table build broadcasts x_j
 // into 8-16 consecutive entries. S x 4096 floats per call (a few microseconds,
 // next to the table build's S x cols x 256 multiply-adds).
-void transpose_codebooks(const rvq::RvqView& w, float* cbt) {
+void transpose_codebooks(const RvqPanelView& w, float* cbt) {
   for (uint32_t s = 0; s < w.stages; ++s) {
     const float* cb = w.codebook(s);
     float* dst = cbt + size_t{s} * rvq::kRvqCodebookFloats;
@@ -118,14 +116,14 @@ void transpose_codebooks(const rvq::RvqView& w, float* cbt) {
   }
 }
 
-// Table blocks of one slab: split across the pool when there are enough.
-void build_table(RvqBuildFn fn, const RvqGemmArgs& a, uint32_t blocks, ThreadPool* pool) {
-  constexpr size_t kGrain = 16;
-  if (pool == nullptr || pool->num_threads() <= 1 || blocks < 2 * kGrain) {
-    fn(a, 0, blocks);
+// Table blocks of one slab, or tiles of a batch-1 table: split across the
+// pool when there are enough.
+void build_table(RvqBuildFn fn, const RvqGemmArgs& a, uint32_t units, size_t grain, ThreadPool* pool) {
+  if (pool == nullptr || pool->num_threads() <= 1 || units < 2 * grain) {
+    fn(a, 0, units);
     return;
   }
-  pool->parallel_for_dynamic(blocks, kGrain, [&](size_t begin, size_t end, int) {
+  pool->parallel_for_dynamic(units, grain, [&](size_t begin, size_t end, int) {
     fn(a, static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
   });
 }
@@ -162,7 +160,16 @@ double rvq_error_bound(uint64_t n, double sum_abs_products, double abs_scale) {
   return abs_scale * sum_abs_products * ((g16 + gn * (1.0 + g16)) * (1.0 + u) + u);
 }
 
-Status gemm_rvq(const RvqGemvKernels& kernels, const rvq::RvqView& w, const ActivationsView& x, const OutputView& y,
+double rvq_i8_error_bound(uint64_t tiles, double sum_abs_products, double sum_tile_steps, double abs_scale) {
+  const double u = std::ldexp(1.0, -24);
+  auto gamma = [u](double k) { return k * u / (1.0 - k * u); };
+  const double g16 = gamma(16.0);
+  const double gt = gamma(static_cast<double>(tiles + 1));
+  const double e = sum_tile_steps * (0.5 + std::ldexp(1.0, -12));
+  return abs_scale * ((g16 * sum_abs_products + e) * (1.0 + gt) + gt * (1.0 + g16) * sum_abs_products);
+}
+
+Status gemm_rvq(const RvqGemvKernels& kernels, const RvqPanelView& w, const ActivationsView& x, const OutputView& y,
                 std::span<float> workspace, ThreadPool* pool) {
   SUBMOE_RETURN_IF_ERROR(check_args(kernels, w, x, y, workspace));
   const Layout l = workspace_layout(kernels, w.rows, w.cols, w.stages, x.batch);
@@ -177,15 +184,14 @@ Status gemm_rvq(const RvqGemvKernels& kernels, const rvq::RvqView& w, const Acti
     }
   }
   const uint32_t blocks = w.groups() * w.stages;
-  // Row chunks are large: each chunk reads the whole table once (from L2/L3),
-  // so about two per thread balance a slow thread without re-reading it often.
   const size_t threads = pool ? static_cast<size_t>(std::max(pool->num_threads(), 1)) : 1;
-  const size_t row_grain = std::max<size_t>(16, (w.rows + 2 * threads - 1) / (2 * threads) + 15) / 16 * 16;
 
   RvqGemmArgs a;
   a.w = w;
   a.x_stride = w.cols;
   a.table = base + l.table;
+  a.qtable = reinterpret_cast<int8_t*>(base + l.qtable);
+  a.tile_scale = base + l.tile_scale;
   a.part = base + l.part;
   a.y_stride = y.stride;
   if (x.batch == 1) {
@@ -194,10 +200,12 @@ Status gemm_rvq(const RvqGemvKernels& kernels, const rvq::RvqView& w, const Acti
     a.xs = xs;
     a.tokens = 1;
     a.token_pad = 1;
-    a.tile_blocks = tile_blocks(1);
     a.y = y.data;
-    build_table(kernels.gemv_build, a, blocks, pool);
-    detail::run_rows(kernels.gemv_rows, a, w.rows, row_grain, pool);
+    build_table(kernels.gemv_build, a, rvq_i8_spans(w.cols), 1, pool);
+    // Panels in about two chunks per thread (each chunk reads the whole table).
+    const uint32_t panels = rvq_panels(w.rows);
+    const size_t panel_grain = std::max<size_t>(1, (panels + 2 * threads - 1) / (2 * threads));
+    detail::run_rows(kernels.gemv_rows, a, panels, panel_grain, pool);
     return Status::ok();
   }
   // Slab tables are 4-16x larger (12.6 MB at 2080 x 6144 x 8 tokens) and each
@@ -210,7 +218,7 @@ Status gemm_rvq(const RvqGemvKernels& kernels, const rvq::RvqView& w, const Acti
     a.tile_blocks = tile_blocks(a.token_pad);
     a.xs = xs + size_t{t0} * w.cols;
     a.y = y.data + size_t{t0} * y.stride;
-    build_table(kernels.gemm_build, a, blocks, pool);
+    build_table(kernels.gemm_build, a, blocks, 16, pool);
     detail::run_rows(kernels.gemm_rows, a, w.rows, slab_grain, pool);
   }
   return Status::ok();

@@ -1,8 +1,6 @@
-// AVX-512 residual-VQ LUT kernels. Batch 1: byte i of a row selects entry
-// codes[i] of table block i, so 16 consecutive code bytes zero-extended plus
-// lane * 256 are the indices of one vpgatherdd from block i0's base; tables are
-// built with 16-wide FMAs. Slabs of up to 16 tokens read 4, 8 or 16 floats per
-// lookup (the shared loops of rvq_gemv_internal.h).
+// AVX-512 residual-VQ LUT kernels: slabs of up to 16 tokens read 4, 8 or 16
+// floats per lookup (the shared loops of rvq_gemv_internal.h). Batch 1 runs
+// the AVX2 int8-table kernel (rvq_gemv_internal.h says why).
 #include <immintrin.h>
 
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
@@ -48,33 +46,6 @@ struct VecF32x16 {
 };
 
 }  // namespace
-
-void rvq_build_tp1_avx512(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end) {
-  build_tp1_blocks<VecF32x16>(a, block_begin, block_end);
-}
-
-void rvq_rows_tp1_avx512(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  const __m512i lane_block = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(kRvqEntries));
-  rows_tiled<VecF32x1, 1>(a, row_begin, row_end, [&](const uint8_t* codes, uint32_t b0, uint32_t b1, float* acc) {
-    __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
-    uint32_t i = b0;
-    for (; i + 32 <= b1; i += 32) {
-      const __m512i i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i))), lane_block);
-      const __m512i i1 =
-          _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i + 16))), lane_block);
-      v0 = _mm512_add_ps(v0, _mm512_i32gather_ps(i0, a.table + static_cast<size_t>(i) * kRvqEntries, 4));
-      v1 = _mm512_add_ps(v1, _mm512_i32gather_ps(i1, a.table + static_cast<size_t>(i + 16) * kRvqEntries, 4));
-    }
-    for (; i + 16 <= b1; i += 16) {
-      const __m512i i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i))), lane_block);
-      v0 = _mm512_add_ps(v0, _mm512_i32gather_ps(i0, a.table + static_cast<size_t>(i) * kRvqEntries, 4));
-    }
-    float tail = 0.0f;
-    for (; i < b1; ++i) tail += a.table[static_cast<size_t>(i) * kRvqEntries + codes[i]];
-    acc[0] += _mm512_reduce_add_ps(_mm512_add_ps(v0, v1)) + tail;
-  });
-}
 
 void rvq_build_slab_avx512(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end) {
   switch (a.token_pad) {

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "submoe/core/bf16.h"
 #include "submoe/kernels/rvq_gemv.h"
@@ -22,25 +24,73 @@ namespace submoe::kernels::detail {
 inline constexpr uint32_t kRvqEntries = rvq::kRvqEntries;
 inline constexpr uint32_t kRvqDim = rvq::kRvqDim;
 
-// Scalar: readable reference loops of the same two phases.
-void rvq_build_tp1_scalar(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
-void rvq_rows_tp1_scalar(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+// Scalar: readable reference loops of the same phases. Batch 1 builds plain
+// int8 tables ([n][256]) and sums them row by row.
+void rvq_build_i8_scalar(const RvqGemmArgs& a, uint32_t tile_begin, uint32_t tile_end);
+void rvq_rows_i8_scalar(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel_end);
 void rvq_build_slab_scalar(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
 void rvq_rows_slab_scalar(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
-// AVX2: tables built with 8-wide FMAs; batch 1 gathers 8 entries per
-// vpgatherdd, slabs of up to 8 tokens read 4 or 8 floats per lookup.
-void rvq_build_tp1_avx2(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
-void rvq_rows_tp1_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+// AVX2: batch 1 builds the sliced int8 tables with 8-wide FMAs and looks up
+// 32 codes (16 rows x 2 blocks) per vpshufb; slabs of up to 8 tokens read 4 or
+// 8 floats per lookup. The AVX-512 table uses the same batch-1 pair (it runs
+// on every AVX-512 CPU; a 64-lane version would need a machine to test it).
+void rvq_build_i8_avx2(const RvqGemmArgs& a, uint32_t tile_begin, uint32_t tile_end);
+void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel_end);
 void rvq_build_slab_avx2(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
 void rvq_rows_slab_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
-// AVX-512: batch 1 gathers 16 entries per vpgatherdd (indices: 16 consecutive
-// code bytes zero-extended plus lane * 256); slabs of up to 16 tokens.
-void rvq_build_tp1_avx512(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
-void rvq_rows_tp1_avx512(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+// AVX-512: slabs of up to 16 tokens.
 void rvq_build_slab_avx512(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
 void rvq_rows_slab_avx512(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+
+// The codes of one row in the panel layout, indexed by block.
+struct PanelRow {
+  const uint8_t* base;  // panel start + the row's offset within the panel
+  uint8_t operator[](uint32_t i) const { return base[(i >> 1) * kRvqPairBytes + (i & 1) * kRvqPanelRows]; }
+};
+inline PanelRow panel_row(const RvqPanelView& w, uint32_t r) {
+  return {w.panel(r / kRvqPanelRows) + r % kRvqPanelRows};
+}
+
+// Blocks [b0, b1) of batch-1 tile t.
+inline uint32_t i8_tile_begin(const RvqPanelView& w, uint32_t t) { return t * kRvqI8TileGroups * w.stages; }
+inline uint32_t i8_tile_end(const RvqPanelView& w, uint32_t t) {
+  return std::min(w.blocks(), (t + 1) * kRvqI8TileGroups * w.stages);
+}
+
+// The tile scale and its inverse from the tile's largest |entry| m: s = m / 127;
+// m = 0 gives s = 0 and q = 0; a non-finite m (a NaN or infinite entry) gives
+// s = NaN, so every row reading the tile reads NaN.
+struct I8Scale {
+  float s = 0, inv = 0;
+  bool finite = true;
+};
+inline I8Scale i8_scale(float m) {
+  I8Scale r;
+  if (!(m <= 3.0e38f)) {  // NaN or infinite
+    r.s = std::numeric_limits<float>::quiet_NaN();
+    r.finite = false;
+  } else if (m > 0.0f) {
+    r.s = m / 127.0f;
+    r.inv = 127.0f / m;
+  }
+  return r;
+}
+
+// Adds s_t * Q of one tile to the f32 partial sums of one panel's 16 rows as
+// one correctly rounded fma (the same operation and order on every ISA, and
+// one a compiler cannot contract differently per ISA: results are
+// bit-identical).
+inline void flush_i8_tile(float* part, const int32_t* q, float s) {
+  for (uint32_t rr = 0; rr < kRvqPanelRows; ++rr) part[rr] = std::fma(s, static_cast<float>(q[rr]), part[rr]);
+}
+
+// y[r] = scale[r] * part for the real rows of panels [p0, p1).
+inline void write_i8_rows(const RvqGemmArgs& a, uint32_t p0, uint32_t p1) {
+  const uint32_t r1 = std::min(a.w.rows, p1 * kRvqPanelRows);
+  for (uint32_t r = p0 * kRvqPanelRows; r < r1; ++r) a.y[r] = f16_bits_to_float(a.w.scales[r]) * a.part[r];
+}
 
 namespace {  // NOLINT: internal linkage per ISA translation unit, see above
 
@@ -55,32 +105,117 @@ struct VecF32x1 {
   static T add(T a, T b) { return a + b; }
   static T fma(T a, T b, T c) { return a * b + c; }
   static T bcast(const float* p) { return *p; }
+  static T absmax(T m, T v) { return std::max(m, std::fabs(v)); }
 };
 
-// Block i = g * S + s of a one-token table: T[i][c] = codebook[s][c] . x_g, as
-// 16 broadcast-FMAs over the transposed codebook (cbt[s][j][c]), 8 vectors of
-// entries per pass (one broadcast of x_j feeds 8 FMAs).
+// The scalar policy of the batch-1 table build: correctly rounded fma, the
+// operation the AVX2 kernel's FMAs perform, so the int8 tables are the same on
+// every ISA.
+struct VecF32x1Fma : VecF32x1 {
+  static T fma(T a, T b, T c) { return std::fma(a, b, c); }
+};
+
+// The one-token f32 entries of groups [g0, g1), every stage: block
+// i = g * S + s, T[i][c] = codebook[s][c] . x_g, each entry as 16 FMAs in
+// ascending j from 0 (the same operations on every ISA). Stage by stage, so
+// the stage's transposed codebook (cbt[s][j][c], 16 KiB) stays in L1 while
+// every group of the range reads it; two groups share each codebook load.
 template <class V>
-inline void build_tp1_blocks(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end) {
+inline void build_tp1_groups(const RvqGemmArgs& a, uint32_t g0, uint32_t g1) {
   constexpr int W = V::kWidth;
-  constexpr int K = 8;
+  constexpr int K = 4;  // vectors of entries per pass
   static_assert(kRvqEntries % (K * W) == 0);
   const uint32_t S = a.w.stages;
-  for (uint32_t i = block_begin; i < block_end; ++i) {
-    const uint32_t g = i / S, s = i % S;
+  auto finish = [](const typename V::T& v, float* dst) { V::store(dst, v); };
+  for (uint32_t s = 0; s < S; ++s) {
     const float* cbt = a.cbt + static_cast<size_t>(s) * rvq::kRvqCodebookFloats;
-    const float* x = a.xs + static_cast<size_t>(g) * kRvqDim;
-    float* t = a.table + static_cast<size_t>(i) * kRvqEntries;
-    for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
-      typename V::T acc[K];
-      for (int k = 0; k < K; ++k) acc[k] = V::zero();
-      for (uint32_t j = 0; j < kRvqDim; ++j) {
-        const typename V::T xb = V::bcast(x + j);
-        const float* row = cbt + j * kRvqEntries + q;
-        for (int k = 0; k < K; ++k) acc[k] = V::fma(xb, V::load(row + k * W), acc[k]);
+    uint32_t g = g0;
+    for (; g + 2 <= g1; g += 2) {
+      const float* x0 = a.xs + static_cast<size_t>(g) * kRvqDim;
+      const float* x1 = x0 + kRvqDim;
+      float* t0 = a.table + static_cast<size_t>(g * S + s) * kRvqEntries;
+      float* t1 = a.table + static_cast<size_t>((g + 1) * S + s) * kRvqEntries;
+      for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
+        typename V::T acc0[K], acc1[K];
+        for (int k = 0; k < K; ++k) acc0[k] = acc1[k] = V::zero();
+        for (uint32_t j = 0; j < kRvqDim; ++j) {
+          const typename V::T b0 = V::bcast(x0 + j), b1 = V::bcast(x1 + j);
+          const float* row = cbt + j * kRvqEntries + q;
+          for (int k = 0; k < K; ++k) {
+            const typename V::T c = V::load(row + k * W);
+            acc0[k] = V::fma(b0, c, acc0[k]);
+            acc1[k] = V::fma(b1, c, acc1[k]);
+          }
+        }
+        for (int k = 0; k < K; ++k) {
+          finish(acc0[k], t0 + q + k * W);
+          finish(acc1[k], t1 + q + k * W);
+        }
       }
-      for (int k = 0; k < K; ++k) V::store(t + q + k * W, acc[k]);
     }
+    if (g < g1) {
+      const float* x0 = a.xs + static_cast<size_t>(g) * kRvqDim;
+      float* t0 = a.table + static_cast<size_t>(g * S + s) * kRvqEntries;
+      for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
+        typename V::T acc0[K];
+        for (int k = 0; k < K; ++k) acc0[k] = V::zero();
+        for (uint32_t j = 0; j < kRvqDim; ++j) {
+          const typename V::T b0 = V::bcast(x0 + j);
+          const float* row = cbt + j * kRvqEntries + q;
+          for (int k = 0; k < K; ++k) acc0[k] = V::fma(b0, V::load(row + k * W), acc0[k]);
+        }
+        for (int k = 0; k < K; ++k) finish(acc0[k], t0 + q + k * W);
+      }
+    }
+  }
+}
+
+// The largest |t[k]| of count floats (count a multiple of V::kWidth); NaN
+// when one is not finite.
+template <class V>
+inline float absmax_entries(const float* t, size_t count) {
+  constexpr int W = V::kWidth;
+  typename V::T mx = V::zero(), bad = V::zero();
+  for (size_t k = 0; k < count; k += W) {
+    const typename V::T v = V::load(t + k);
+    mx = V::absmax(mx, v);
+    bad = V::fma(v, V::zero(), bad);  // NaN once any entry is NaN or infinite
+  }
+  alignas(64) float m[W], b[W];
+  V::store(m, mx);
+  V::store(b, bad);
+  float r = 0.0f;
+  for (int k = 0; k < W; ++k) {
+    if (b[k] != 0.0f) return std::numeric_limits<float>::quiet_NaN();
+    r = std::max(r, m[k]);
+  }
+  return r;
+}
+
+// Batch-1 tables of spans [sp0, sp1): the f32 entries of each span, then per
+// tile its scale and store(block, f32 entries, inv or -1 when the tile's
+// entries are not finite) for each of its blocks.
+template <class V, typename Store>
+inline void build_i8_spans(const RvqGemmArgs& a, uint32_t sp0, uint32_t sp1, const Store& store) {
+  for (uint32_t sp = sp0; sp < sp1; ++sp) {
+    const uint32_t g0 = sp * kRvqI8SpanGroups, g1 = std::min(a.w.groups(), g0 + kRvqI8SpanGroups);
+    build_tp1_groups<V>(a, g0, g1);
+    for (uint32_t t = g0 / kRvqI8TileGroups; t * kRvqI8TileGroups < g1; ++t) {
+      const uint32_t b0 = i8_tile_begin(a.w, t), b1 = i8_tile_end(a.w, t);
+      const I8Scale sc = i8_scale(absmax_entries<V>(a.table + size_t{b0} * kRvqEntries, size_t{b1 - b0} * kRvqEntries));
+      a.tile_scale[t] = sc.s;
+      for (uint32_t i = b0; i < b1; ++i) store(i, a.table + size_t{i} * kRvqEntries, sc.finite ? sc.inv : -1.0f);
+    }
+  }
+}
+
+// q = round-to-nearest-even(entry * inv) of one block's 256 f32 entries
+// (|q| <= 127 by the choice of inv; the scalar and AVX2 conversions round the
+// same way).
+inline void quantize_i8_block(const float* t, float inv, int8_t* q) {
+  for (uint32_t c = 0; c < kRvqEntries; ++c) {
+    const float v = std::nearbyint(t[c] * inv);
+    q[c] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
   }
 }
 
@@ -141,7 +276,7 @@ inline void rows_tiled(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_en
       typename V::T acc[NV];
       float* pr = a.part + static_cast<size_t>(r) * TP;
       for (int v = 0; v < NV; ++v) acc[v] = b0 == 0 ? V::zero() : V::load(pr + v * W);
-      step(a.w.row_codes(r), b0, b1, acc);
+      step(panel_row(a.w, r), b0, b1, acc);
       if (b1 < n) {
         for (int v = 0; v < NV; ++v) V::store(pr + v * W, acc[v]);
         continue;
@@ -160,7 +295,7 @@ inline void rows_slab(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end
   constexpr int W = V::kWidth;
   constexpr int NV = TP / W;
   constexpr size_t kBlock = size_t{kRvqEntries} * TP;
-  rows_tiled<V, TP>(a, row_begin, row_end, [&](const uint8_t* codes, uint32_t b0, uint32_t b1, typename V::T* acc) {
+  rows_tiled<V, TP>(a, row_begin, row_end, [&](PanelRow codes, uint32_t b0, uint32_t b1, typename V::T* acc) {
     typename V::T ch[4][NV];
     for (int k = 0; k < 4; ++k)
       for (int v = 0; v < NV; ++v) ch[k][v] = V::zero();
@@ -176,24 +311,6 @@ inline void rows_slab(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end
       for (int v = 0; v < NV; ++v) ch[0][v] = V::add(ch[0][v], V::load(e + v * W));
     }
     for (int v = 0; v < NV; ++v) acc[v] = V::add(acc[v], V::add(V::add(ch[0][v], ch[1][v]), V::add(ch[2][v], ch[3][v])));
-  });
-}
-
-// One-token lookups with scalar loads: 8 code bytes per 64-bit load, 8 chains
-// (an f32 add has a latency of 3-4 cycles and two issue per cycle).
-inline void rows_tp1_scalar_loads(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  rows_tiled<VecF32x1, 1>(a, row_begin, row_end, [&](const uint8_t* codes, uint32_t b0, uint32_t b1, float* acc) {
-    float ch[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const float* tab = a.table;
-    uint32_t i = b0;
-    for (; i + 8 <= b1; i += 8) {
-      uint64_t u;
-      std::memcpy(&u, codes + i, 8);
-      const float* t = tab + static_cast<size_t>(i) * kRvqEntries;
-      for (int k = 0; k < 8; ++k) ch[k] += t[k * kRvqEntries + ((u >> (8 * k)) & 0xff)];
-    }
-    for (; i < b1; ++i) ch[0] += tab[static_cast<size_t>(i) * kRvqEntries + codes[i]];
-    acc[0] += ((ch[0] + ch[1]) + (ch[2] + ch[3])) + ((ch[4] + ch[5]) + (ch[6] + ch[7]));
   });
 }
 

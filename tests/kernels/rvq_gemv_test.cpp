@@ -1,13 +1,18 @@
 // Every residual-VQ LUT kernel (each ISA this CPU runs; batch 1 and the slab
 // kernels; f32 and bf16 activations; 1..3 threads) against a float64 evaluation
-// of the formula of codec/rvq_format.h, held to rvq_error_bound() (derived in
-// kernels/rvq_gemv.h). The oracle is written here on purpose: it depends on
-// nothing but the layout.
+// of the formula of codec/rvq_format.h, held to rvq_error_bound() (slabs) or
+// rvq_i8_error_bound() (batch 1; both derived in kernels/rvq_gemv.h). Batch 1
+// must also equal, bit for bit, the int8-table computation the header
+// specifies, written out here a second time (tile scales, rounding, sums in
+// order). The oracles are written here on purpose: they depend on nothing but
+// the layout and the header's specification.
 #include "submoe/kernels/rvq_gemv.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +20,7 @@
 #include "kernel_test_support.h"
 #include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/kernels/rvq_panels.h"
 
 namespace submoe::kernels {
 namespace {
@@ -38,6 +44,14 @@ struct RvqTestMatrix {
     return {rows, cols, stages, codes.data(), scales.data(), codebooks.data()};
   }
 };
+
+// The kernels' execution layout of m (owns the repacked codes; scales and
+// codebooks stay in m).
+RvqPanels panels_of(const RvqTestMatrix& m) {
+  Result<RvqPanels> p = RvqPanels::pack(m.view());
+  EXPECT_TRUE(p.is_ok()) << p.status().to_string();
+  return p.is_ok() ? std::move(p).value() : RvqPanels{};
+}
 
 RvqTestMatrix make_rvq_matrix(uint32_t rows, uint32_t cols, uint32_t stages, Data data, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -87,7 +101,8 @@ RvqTestMatrix make_rvq_matrix(uint32_t rows, uint32_t cols, uint32_t stages, Dat
 
 struct Oracle {
   double y = 0;
-  double sum_abs = 0;  // A of the bound
+  double sum_abs = 0;  // A of the bound (times |scale|)
+  double scale = 0;
 };
 
 // y = scale * sum_g sum_s sum_j codebook[s][code][j] * x[g*16+j] in float64
@@ -106,10 +121,78 @@ Oracle oracle(const RvqTestMatrix& m, uint32_t r, const float* x) {
       }
     }
   }
-  const double scale = f16_bits_to_float(w.scales[r]);
-  o.y *= scale;
-  o.sum_abs *= std::fabs(scale);
+  o.scale = f16_bits_to_float(w.scales[r]);
+  o.y *= o.scale;
+  o.sum_abs *= std::fabs(o.scale);
   return o;
+}
+
+// The batch-1 int8-table computation of kernels/rvq_gemv.h for one token:
+// every row's result, and sum_t n_t s_t (an upper bound of it from float64
+// entries) for rvq_i8_error_bound.
+struct I8Oracle {
+  std::vector<float> y;
+  double tile_steps = 0;
+  double rounding_variance = 0;  // sum_t n_t s_t^2 / 12: a row's error variance if roundings were uniform and independent
+  uint64_t tiles = 0;
+};
+I8Oracle i8_oracle(const RvqTestMatrix& m, const float* x) {
+  const rvq::RvqView w = m.view();
+  const uint32_t S = w.stages, n = w.groups() * S, per_tile = kRvqI8TileGroups * S;
+  const uint32_t tiles = (n + per_tile - 1) / per_tile;
+  std::vector<float> t(size_t{n} * kRvqEntries);
+  std::vector<int8_t> q(t.size());
+  std::vector<float> tile_scale(tiles);
+  I8Oracle o;
+  o.tiles = tiles;
+  const double g16 = 16 * std::ldexp(1.0, -24) / (1 - 16 * std::ldexp(1.0, -24));
+  for (uint32_t k = 0; k < tiles; ++k) {
+    const uint32_t b0 = k * per_tile, b1 = std::min(n, b0 + per_tile);
+    float mx = 0;
+    double mx64 = 0, a_max = 0;
+    for (uint32_t i = b0; i < b1; ++i) {
+      const uint32_t g = i / S, s = i % S;
+      for (uint32_t c = 0; c < kRvqEntries; ++c) {
+        const float* e = w.codebook(s) + size_t{c} * kRvqDim;
+        float acc = 0;
+        double exact = 0, a = 0;
+        for (uint32_t j = 0; j < kRvqDim; ++j) {
+          acc = std::fma(x[g * kRvqDim + j], e[j], acc);
+          exact += static_cast<double>(e[j]) * x[g * kRvqDim + j];
+          a += std::fabs(static_cast<double>(e[j]) * x[g * kRvqDim + j]);
+        }
+        t[size_t{i} * kRvqEntries + c] = acc;
+        mx = std::max(mx, std::fabs(acc));
+        mx64 = std::max(mx64, std::fabs(exact));
+        a_max = std::max(a_max, a);
+      }
+    }
+    tile_scale[k] = mx > 0 ? mx / 127.0f : 0.0f;
+    const float inv = mx > 0 ? 127.0f / mx : 0.0f;
+    for (size_t e = size_t{b0} * kRvqEntries; e < size_t{b1} * kRvqEntries; ++e)
+      q[e] = static_cast<int8_t>(std::clamp(std::nearbyint(t[e] * inv), -127.0f, 127.0f));
+    o.tile_steps += (b1 - b0) * (mx64 + g16 * a_max) / 127.0 * (1 + std::ldexp(1.0, -20));
+    o.rounding_variance += (b1 - b0) * static_cast<double>(tile_scale[k]) * tile_scale[k] / 12.0;
+  }
+  o.y.resize(w.rows);
+  for (uint32_t r = 0; r < w.rows; ++r) {
+    float acc = 0;
+    for (uint32_t k = 0; k < tiles; ++k) {
+      int32_t sum = 0;
+      for (uint32_t i = k * per_tile; i < std::min(n, (k + 1) * per_tile); ++i)
+        sum += q[size_t{i} * kRvqEntries + w.row_codes(r)[i]];
+      acc = std::fma(tile_scale[k], static_cast<float>(sum), acc);
+    }
+    o.y[r] = f16_bits_to_float(w.scales[r]) * acc;
+  }
+  return o;
+}
+
+// The bound the kernel of this batch is held to, for one output.
+double bound_for(uint32_t batch, const rvq::RvqView& w, const Oracle& o, const I8Oracle& i8) {
+  if (batch > 1) return rvq_error_bound(uint64_t{w.groups()} * w.stages, o.sum_abs, 1.0);  // scale in sum_abs
+  const double s = std::fabs(o.scale);
+  return rvq_i8_error_bound(i8.tiles, o.sum_abs / s, i8.tile_steps, s);
 }
 
 // Runs gemm_rvq and checks every output; returns the outputs (token-major, rows
@@ -132,17 +215,24 @@ std::vector<float> run_and_check(const RvqGemvKernels& k, const RvqTestMatrix& m
   const size_t y_stride = w.rows + 1;
   std::vector<float> y(batch * y_stride, -7.0f);
   std::vector<float> ws(rvq_gemm_workspace_floats(k, w.rows, w.cols, w.stages, batch) + 5);
-  const Status st = gemm_rvq(k, w, xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(3), pool);
+  const RvqPanels panels = panels_of(m);
+  const Status st =
+      gemm_rvq(k, panels.view(), xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(3), pool);
   EXPECT_TRUE(st.is_ok()) << what << ": " << st.to_string();
-  const uint64_t n = uint64_t{w.groups()} * w.stages;
   for (uint32_t t = 0; t < batch; ++t) {
+    const I8Oracle i8 = batch == 1 ? i8_oracle(m, x.data()) : I8Oracle{};
     for (uint32_t r = 0; r < w.rows; ++r) {
       const Oracle o = oracle(m, r, x.data() + t * x_stride);
       const double got = y[t * y_stride + r];
-      const double bound = rvq_error_bound(n, o.sum_abs, 1.0);  // scale already in sum_abs
+      const double bound = bound_for(batch, w, o, i8);
       if (!(std::fabs(got - o.y) <= bound)) {
         ADD_FAILURE() << what << " " << rvq_kernel_name(k, batch) << ": row " << r << " token " << t << " got " << got
                       << " want " << o.y << " (bound " << bound << ")";
+        return {};
+      }
+      if (batch == 1 && !(y[r] == i8.y[r])) {
+        ADD_FAILURE() << what << " " << rvq_kernel_name(k, batch) << ": row " << r << " got " << y[r]
+                      << ", the int8-table specification gives " << i8.y[r];
         return {};
       }
       ++*checked;
@@ -150,6 +240,33 @@ std::vector<float> run_and_check(const RvqGemvKernels& k, const RvqTestMatrix& m
     EXPECT_EQ(y[t * y_stride + w.rows], -7.0f) << what << ": wrote past the rows";
   }
   return y;
+}
+
+TEST(RvqPanelsTest, PackKeepsEveryCodeAndPadsWithZero) {
+  for (uint32_t stages : {1u, 3u, 4u}) {
+    for (uint32_t rows : {1u, 16u, 17u, 40u}) {
+      const RvqTestMatrix m = make_rvq_matrix(rows, 48, stages, Data::kRandom, 40 + rows + stages);
+      const RvqPanels p = panels_of(m);
+      const RvqPanelView v = p.view();
+      const rvq::RvqView w = m.view();
+      ASSERT_EQ(p.bytes(), rvq_panel_bytes(rows, 48, stages));
+      ASSERT_EQ(v.blocks(), 3 * stages);
+      for (uint32_t r = 0; r < rows; ++r) {
+        for (uint32_t i = 0; i < v.blocks(); ++i) ASSERT_EQ(v.code(r, i), w.row_codes(r)[i]) << r << " " << i;
+      }
+      // Padding rows and the padding block (3 * S blocks: odd for odd S) hold 0.
+      for (uint32_t r = rows; r < rvq_panels(rows) * kRvqPanelRows; ++r) {
+        for (uint32_t i = 0; i < 2 * v.pairs(); ++i) EXPECT_EQ(v.code(r, i), 0) << r << " " << i;
+      }
+      if (v.blocks() % 2 == 1) {
+        for (uint32_t r = 0; r < rows; ++r) EXPECT_EQ(v.code(r, v.blocks()), 0);
+      }
+      EXPECT_EQ(v.scales, w.scales);
+      EXPECT_EQ(v.codebooks, w.codebooks);
+    }
+  }
+  rvq::RvqView bad{4, 40, 2, nullptr, nullptr, nullptr};
+  EXPECT_FALSE(RvqPanels::pack(bad).is_ok());
 }
 
 TEST(RvqGemv, EveryIsaMatchesOracleAcrossStagesShapesBatchesAndThreads) {
@@ -226,12 +343,12 @@ TEST(RvqGemv, AdversarialLargeScalesAndCancellationStayInsideTheBound) {
   EXPECT_GT(checked, 1000u);
 }
 
-TEST(RvqGemv, BoundIsTightEnoughToCatchADroppedStage) {
-  // The bound is a few 1e-5 of A at n ~ 500 entries per row: an ordinary
-  // result's error budget, not a vacuous one. A kernel that dropped the last
-  // stage would be caught on (nearly) every output, even when that stage is
-  // the smallest (stage s's entries are 2^-s the size of stage 0's).
-  const uint32_t stages = 4, cols = 2080, rows = 40;
+TEST(RvqGemv, SlabBoundIsTightEnoughToCatchADroppedStage) {
+  // The f32 bound is a few 1e-5 of A at n ~ 500 entries per row: an ordinary
+  // result's error budget, not a vacuous one. A slab kernel that dropped the
+  // last stage would be caught on (nearly) every output, even when that stage
+  // is the smallest (stage s's entries are 2^-s the size of stage 0's).
+  const uint32_t stages = 4, cols = 2080, rows = 40, batch = 2;
   const RvqTestMatrix m = make_rvq_matrix(rows, cols, stages, Data::kRandom, 77);
   RvqTestMatrix dropped = m;
   dropped.stages = stages - 1;
@@ -241,63 +358,114 @@ TEST(RvqGemv, BoundIsTightEnoughToCatchADroppedStage) {
   const uint64_t n = uint64_t{m.view().groups()} * stages;
   EXPECT_LT(rvq_error_bound(n, 1.0, 1.0), 1e-4);
   EXPECT_GT(rvq_error_bound(n, 1.0, 1.0), 2e-5);
-  const std::vector<float> x = testing::random_activations(1, cols, cols, 5);
+  const std::vector<float> x = testing::random_activations(batch, cols, cols, 5);
+  const RvqPanels pm = panels_of(m), pd = panels_of(dropped);
   for (Isa isa : testing::supported_isas()) {
     const RvqGemvKernels& k = rvq_gemv_kernels(isa);
-    std::vector<float> y(rows);
-    std::vector<float> ws(rvq_gemm_workspace_floats(k, rows, cols, stages, 1));
-    ASSERT_TRUE(gemm_rvq(k, dropped.view(), ActivationsView::f32(x.data(), 1, cols), OutputView{y.data(), rows}, ws,
-                         nullptr)
-                    .is_ok());
+    std::vector<float> y(batch * rows), yok(batch * rows);
+    std::vector<float> ws(rvq_gemm_workspace_floats(k, rows, cols, stages, batch));
+    const ActivationsView xv = ActivationsView::f32(x.data(), batch, cols);
+    ASSERT_TRUE(gemm_rvq(k, pd.view(), xv, OutputView{y.data(), rows}, ws, nullptr).is_ok());
+    ASSERT_TRUE(gemm_rvq(k, pm.view(), xv, OutputView{yok.data(), rows}, ws, nullptr).is_ok());
     uint32_t caught = 0;
     double worst_ratio = 0;  // honest kernel: largest |error| / bound
-    std::vector<float> yok(rows);
-    ASSERT_TRUE(gemm_rvq(k, m.view(), ActivationsView::f32(x.data(), 1, cols), OutputView{yok.data(), rows}, ws,
-                         nullptr)
-                    .is_ok());
-    for (uint32_t r = 0; r < rows; ++r) {
-      const Oracle o = oracle(m, r, x.data());
-      const double bound = rvq_error_bound(n, o.sum_abs, 1.0);
-      if (std::fabs(y[r] - o.y) > bound) ++caught;
-      worst_ratio = std::max(worst_ratio, std::fabs(yok[r] - o.y) / bound);
+    for (uint32_t t = 0; t < batch; ++t) {
+      for (uint32_t r = 0; r < rows; ++r) {
+        const Oracle o = oracle(m, r, x.data() + t * cols);
+        const double bound = rvq_error_bound(n, o.sum_abs, 1.0);
+        if (std::fabs(y[t * rows + r] - o.y) > bound) ++caught;
+        worst_ratio = std::max(worst_ratio, std::fabs(yok[t * rows + r] - o.y) / bound);
+      }
     }
-    EXPECT_GE(caught, rows - 1) << isa_name(isa);
+    EXPECT_GE(caught, batch * rows - 2) << isa_name(isa);
     EXPECT_LE(worst_ratio, 1.0) << isa_name(isa);
     // The bound is worst-case; real errors sit well below it but not absurdly so.
     EXPECT_GT(worst_ratio, 1e-4) << isa_name(isa);
   }
 }
 
+TEST(RvqGemv, Int8TableErrorsAddUpLikeARandomWalkNotTheWorstCase) {
+  // Batch 1 rounds every table entry to a step s_t of its tile; the bound
+  // charges n_t s_t / 2 per tile, a row really sees a sum of n independent
+  // roundings, variance sum_t n_t s_t^2 / 12. Measured over 64 rows (the rows'
+  // errors divided by their scales), the mean squared error is that variance
+  // within sampling noise, and every error sits far inside the bound.
+  const uint32_t stages = 4, cols = 2080, rows = 64;
+  const RvqTestMatrix m = make_rvq_matrix(rows, cols, stages, Data::kRandom, 78);
+  const std::vector<float> x = testing::random_activations(1, cols, cols, 6);
+  const RvqPanels pm = panels_of(m);
+  const I8Oracle i8 = i8_oracle(m, x.data());
+  for (Isa isa : testing::supported_isas()) {
+    const RvqGemvKernels& k = rvq_gemv_kernels(isa);
+    std::vector<float> y(rows);
+    std::vector<float> ws(rvq_gemm_workspace_floats(k, rows, cols, stages, 1));
+    ASSERT_TRUE(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 1, cols), OutputView{y.data(), rows}, ws,
+                         nullptr)
+                    .is_ok());
+    double err2 = 0, worst_ratio = 0;
+    for (uint32_t r = 0; r < rows; ++r) {
+      const Oracle o = oracle(m, r, x.data());
+      const double e = (y[r] - o.y) / o.scale;
+      err2 += e * e;
+      worst_ratio = std::max(worst_ratio, std::fabs(y[r] - o.y) / bound_for(1, m.view(), o, i8));
+    }
+    const double ratio = err2 / rows / i8.rounding_variance;
+    EXPECT_GT(ratio, 0.5) << isa_name(isa);
+    EXPECT_LT(ratio, 1.6) << isa_name(isa);
+    EXPECT_LT(worst_ratio, 0.2) << isa_name(isa);
+  }
+}
+
+TEST(RvqGemv, NonFiniteActivationsGiveNaNNotAFiniteWrongNumber) {
+  const RvqTestMatrix m = make_rvq_matrix(20, 1040, 3, Data::kRandom, 79);
+  const RvqPanels pm = panels_of(m);
+  std::vector<float> x = testing::random_activations(1, 1040, 1040, 7);
+  x[700] = std::numeric_limits<float>::infinity();  // tile 1 of 3
+  for (Isa isa : testing::supported_isas()) {
+    const RvqGemvKernels& k = rvq_gemv_kernels(isa);
+    std::vector<float> y(20);
+    std::vector<float> ws(rvq_gemm_workspace_floats(k, 20, 1040, 3, 1));
+    ASSERT_TRUE(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 1, 1040), OutputView{y.data(), 20}, ws,
+                         nullptr)
+                    .is_ok());
+    for (uint32_t r = 0; r < 20; ++r) EXPECT_TRUE(std::isnan(y[r])) << isa_name(isa) << " row " << r;
+  }
+}
+
 TEST(RvqGemv, RejectsBadArguments) {
   const RvqTestMatrix m = make_rvq_matrix(4, 32, 2, Data::kRandom, 3);
+  const RvqPanels pm = panels_of(m);
   const RvqGemvKernels& k = best_rvq_gemv_kernels();
   std::vector<float> x(64 * 32), y(64 * 4);
   std::vector<float> ws(rvq_gemm_workspace_floats(k, 4, 32, 2, 64));
   const ActivationsView xv = ActivationsView::f32(x.data(), 1, 32);
   const OutputView yv{y.data(), 4};
-  EXPECT_TRUE(gemm_rvq(k, m.view(), xv, yv, ws, nullptr).is_ok());
-  rvq::RvqView w = m.view();
+  EXPECT_TRUE(gemm_rvq(k, pm.view(), xv, yv, ws, nullptr).is_ok());
+  RvqPanelView w = pm.view();
   w.cols = 24;
   EXPECT_EQ(gemm_rvq(k, w, xv, yv, ws, nullptr).code(), ErrorCode::kInvalidArgument);
-  w = m.view();
+  w = pm.view();
   w.stages = 0;
   EXPECT_EQ(gemm_rvq(k, w, xv, yv, ws, nullptr).code(), ErrorCode::kInvalidArgument);
   w.stages = rvq::kRvqMaxStages + 1;
   EXPECT_EQ(gemm_rvq(k, w, xv, yv, ws, nullptr).code(), ErrorCode::kInvalidArgument);
-  w = m.view();
+  w = pm.view();
   w.codebooks = nullptr;
   EXPECT_EQ(gemm_rvq(k, w, xv, yv, ws, nullptr).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(gemm_rvq(k, m.view(), ActivationsView::f32(x.data(), 0, 32), yv, ws, nullptr).code(),
+  EXPECT_EQ(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 0, 32), yv, ws, nullptr).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(gemm_rvq(k, m.view(), ActivationsView::f32(x.data(), 65, 32), yv, ws, nullptr).code(),
+  EXPECT_EQ(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 65, 32), yv, ws, nullptr).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(gemm_rvq(k, m.view(), ActivationsView::f32(x.data(), 2, 16), yv, ws, nullptr).code(),
+  EXPECT_EQ(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 2, 16), yv, ws, nullptr).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(gemm_rvq(k, m.view(), ActivationsView::f32(x.data(), 2, 32), OutputView{y.data(), 3}, ws, nullptr).code(),
+  EXPECT_EQ(gemm_rvq(k, pm.view(), ActivationsView::f32(x.data(), 2, 32), OutputView{y.data(), 3}, ws, nullptr).code(),
             ErrorCode::kInvalidArgument);
   const size_t need = rvq_gemm_workspace_floats(k, 4, 32, 2, 1);
-  EXPECT_EQ(gemm_rvq(k, m.view(), xv, yv, std::span<float>(ws).first(need - 1), nullptr).code(),
+  EXPECT_EQ(gemm_rvq(k, pm.view(), xv, yv, std::span<float>(ws).first(need - 1), nullptr).code(),
             ErrorCode::kInvalidArgument);
+  w = pm.view();
+  w.panels = nullptr;
+  EXPECT_EQ(gemm_rvq(k, w, xv, yv, ws, nullptr).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(rvq_kernel_name(k, 1), std::string(k.gemv_name));
   EXPECT_EQ(rvq_kernel_name(k, 2), std::string(k.gemm_name));
 }

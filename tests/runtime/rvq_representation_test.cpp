@@ -138,7 +138,12 @@ TEST(RvqRepresentation, FusedOpMatchesTheDecodedWeights) {
           // Rotations and the LUT sums in float32: a few hundred roundings of
           // terms bounded by mag (documented bounds in kernels/hadamard.h and
           // kernels/rvq_gemv.h); 1e-4 relative is far below one stage's effect.
-          ASSERT_NEAR(y[t * p.rows + r], want, 1e-4 * mag + 1e-6) << "token " << t << " row " << r;
+          // One token takes the int8 tables: 18 entries per row, each off by up
+          // to 1/254 of its tile's largest entry; this x is periodic, so the
+          // rotation piles its energy into a few coordinates, and the rows'
+          // outputs are ~1% of mag (cancellation): measured up to 5e-3 x mag.
+          const double tol = mode == ExecutionMode::kFused && n == 1 ? 1e-2 : 1e-4;
+          ASSERT_NEAR(y[t * p.rows + r], want, tol * mag + 1e-6) << "token " << t << " row " << r;
         }
     }
   }

@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
       std::snprintf(name, sizeof name, "submoe rvq %.1f bits, f32 activations", stages * 0.5);
       timed.push_back({name, 8.0 * static_cast<double>(set->bytes_per_matrix()) / (static_cast<double>(rows) * cols),
                        count, [&, set, wsp, xf](uint32_t i) {
-                         (void)kernels::gemm_rvq(rk, set->view(i), xf, kernels::OutputView{y.data(), rows}, *wsp,
+                         (void)kernels::gemm_rvq(rk, set->panel_view(i), xf, kernels::OutputView{y.data(), rows}, *wsp,
                                                  &pool);
                        },
                        {}});

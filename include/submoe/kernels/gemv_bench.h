@@ -16,6 +16,7 @@
 #include "submoe/core/aligned_buffer.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
+#include "submoe/kernels/rvq_panels.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/int_gemv.h"
 #include "submoe/kernels/rvq_gemv.h"
@@ -84,16 +85,19 @@ Result<IntWorkingSet> make_int_working_set(uint32_t bits, uint32_t group_size, u
 
 // A working set of residual-VQ matrices (codec/rvq_format.h) sharing one set of
 // random codebooks: every copy has its own uniformly random code bytes and
-// f16 scales in its own allocations.
+// f16 scales in its own allocations, and its codes repacked in the kernels'
+// execution layout (kernels/rvq_panels.h), which is what the benchmark reads.
 struct RvqWorkingSet {
   uint32_t rows = 0, cols = 0, stages = 0;
   std::vector<float> codebooks;  // stages x 256 x 16
   struct Copy {
     AlignedBuffer<uint8_t> codes;
     AlignedBuffer<uint16_t> scales;
+    RvqPanels panels;
   };
   std::vector<Copy> copies;
   rvq::RvqView view(size_t i) const;
+  RvqPanelView panel_view(size_t i) const { return copies[i].panels.view(); }
   size_t bytes_per_matrix() const { return rvq::rvq_matrix_bytes(rows, cols, stages); }  // codes + scales
 };
 Result<RvqWorkingSet> make_rvq_working_set(uint32_t rows, uint32_t cols, uint32_t stages, uint32_t count,

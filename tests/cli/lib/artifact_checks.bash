@@ -2,8 +2,11 @@
 # tests/cli/*.sh only).
 #
 # check_eval_paths BIN ARTIFACT TEXT LABEL: eval's fused kernels agree with the
-# reference decoder within 1e-4 nats, and paging the experts through a tiny
+# reference decoder within 3e-4 nats, and paging the experts through a tiny
 # DRAM cache gives the fused result exactly. Exits 1 with a message otherwise.
+# (An expert that sees one token of a window runs a batch-1 kernel; rvq's
+# rounds its lookup tables to int8, which moved the nll of these small
+# synthetic models by up to 1.2e-4 nats; the f32 kernels stay within 1e-5.)
 check_eval_paths() {
   local bin=$1 dir=$2 text=$3 label=$4
   nll_of() { "$bin" eval --model "$dir" --text "$text" --ctx 64 --max-tokens 256 --threads 1 "$@" --json 2>/dev/null |
@@ -14,7 +17,7 @@ check_eval_paths() {
   paged=$(nll_of --expert-cache-mb 0.02)
   awk -v f="$fused" -v r="$ref" -v p="$paged" -v l="$label" 'BEGIN {
     d = f - r; if (d < 0) d = -d
-    if (f == "" || r == "" || d > 1e-4) { printf "FAIL %s: fused nll %s vs reference %s\n", l, f, r; exit 1 }
+    if (f == "" || r == "" || d > 3e-4) { printf "FAIL %s: fused nll %s vs reference %s\n", l, f, r; exit 1 }
     if (p != f) { printf "FAIL %s: paged nll %s vs resident %s\n", l, p, f; exit 1 }
     printf "ok   %s: fused %s, reference %s, paged %s\n", l, f, r, p }' || exit 1
 }

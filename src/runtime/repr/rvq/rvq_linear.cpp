@@ -5,6 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "submoe/core/aligned_buffer.h"
+#include "submoe/kernels/rvq_panels.h"
+
 #include "runtime/op_workspace.h"
 #include "submoe/core/bf16.h"
 #include "submoe/kernels/ternary_gemv.h"
@@ -14,15 +17,27 @@ namespace {
 
 class RvqLinearOp final : public model::LinearOp {
  public:
-  RvqLinearOp(rvq::RvqMatrix m, std::optional<RvqRotation> rot, ExecutionMode mode, const kernels::RvqGemvKernels& k)
-      : m_(std::move(m)), rot_(std::move(rot)), mode_(mode), kernels_(k) {}
+  // Keeps the scales and codebooks of m and its codes repacked in the
+  // kernels' execution layout; m's row-major codes are not kept.
+  RvqLinearOp(const rvq::RvqMatrix& m, std::optional<RvqRotation> rot, ExecutionMode mode,
+              const kernels::RvqGemvKernels& k)
+      : rows_(m.rows()), cols_(m.cols()), stages_(m.stages()), scales_(m.rows(), false), codebooks_(m.codebooks()),
+        rot_(std::move(rot)), mode_(mode), kernels_(k) {
+    std::copy(m.scales().begin(), m.scales().end(), scales_.data());
+    rvq::RvqView v = m.view();
+    v.scales = scales_.data();
+    v.codebooks = codebooks_->data();
+    Result<kernels::RvqPanels> p = kernels::RvqPanels::pack(v);
+    assert(p.is_ok() && "rvq LinearOp: a validated matrix failed to repack");
+    if (p.is_ok()) panels_ = std::move(p).value();
+  }
 
-  size_t in_features() const override { return m_.cols(); }
-  size_t out_features() const override { return m_.rows(); }
+  size_t in_features() const override { return cols_; }
+  size_t out_features() const override { return rows_; }
 
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
-    const uint32_t rows = m_.rows(), cols = m_.cols();
-    const rvq::RvqView w = m_.view();
+    const uint32_t rows = rows_, cols = cols_;
+    const kernels::RvqPanelView w = panels_.view();
     ThreadPool* p = size_t{rows} * cols * n >= detail::kParallelMinMacs ? pool : nullptr;
     for (size_t t0 = 0; t0 < n; t0 += kernels::kMaxKernelBatch) {
       const auto nb = static_cast<uint32_t>(std::min<size_t>(kernels::kMaxKernelBatch, n - t0));
@@ -44,20 +59,21 @@ class RvqLinearOp final : public model::LinearOp {
 
   std::string describe() const override {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "rvq %u stages [%u, %u] %.3f bits/weight, fused %s%s%s", m_.stages(), m_.rows(),
-                  m_.cols(), 8.0 * static_cast<double>(weight_bytes()) / (double(m_.rows()) * m_.cols()),
+    std::snprintf(buf, sizeof buf, "rvq %u stages [%u, %u] %.3f bits/weight, fused %s%s%s", stages_, rows_, cols_,
+                  8.0 * static_cast<double>(weight_bytes()) / (double(rows_) * cols_),
                   isa_name(kernels_.isa), rot_ ? ", rht" : "",
                   mode_ == ExecutionMode::kFusedBf16   ? ", bf16 activations"
                   : mode_ == ExecutionMode::kFusedInt8 ? ", int8 activations"
                                                        : "");
     return buf;
   }
-  size_t weight_bytes() const override { return m_.storage_bytes(); }
+  // The matrix's ledger bytes (codes + scales), as stored in the artifact.
+  size_t weight_bytes() const override { return rvq::rvq_matrix_bytes(rows_, cols_, stages_); }
 
  private:
   // The mode's rounding of the source activations, then T_i.
   void prepare_inputs(const float* src, uint32_t nb, float* x) const {
-    const uint32_t cols = m_.cols();
+    const uint32_t cols = cols_;
     const size_t count = size_t{nb} * cols;
     if (mode_ == ExecutionMode::kFusedBf16) {
       for (size_t i = 0; i < count; ++i) x[i] = bf16_to_float(float_to_bf16(src[i]));
@@ -79,7 +95,10 @@ class RvqLinearOp final : public model::LinearOp {
     }
   }
 
-  rvq::RvqMatrix m_;
+  uint32_t rows_, cols_, stages_;
+  AlignedBuffer<uint16_t> scales_;
+  rvq::RvqCodebookSet codebooks_;
+  kernels::RvqPanels panels_;
   std::optional<RvqRotation> rot_;
   ExecutionMode mode_;
   const kernels::RvqGemvKernels& kernels_;
@@ -89,7 +108,7 @@ class RvqLinearOp final : public model::LinearOp {
 
 std::unique_ptr<model::LinearOp> make_rvq_linear(rvq::RvqMatrix m, std::optional<RvqRotation> rotation,
                                                  ExecutionMode mode, const kernels::RvqGemvKernels& k) {
-  return std::make_unique<RvqLinearOp>(std::move(m), std::move(rotation), mode, k);
+  return std::make_unique<RvqLinearOp>(m, std::move(rotation), mode, k);
 }
 
 }  // namespace submoe::runtime::repr

@@ -1,0 +1,34 @@
+#include "submoe/kernels/rvq_panels.h"
+
+#include <string>
+
+namespace submoe::kernels {
+
+Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
+  if (v.rows == 0 || v.cols == 0 || v.cols % rvq::kRvqDim != 0)
+    return invalid_argument("rvq panels: shape " + std::to_string(v.rows) + "x" + std::to_string(v.cols) +
+                            " (cols must be a positive multiple of 16)");
+  if (v.stages < 1 || v.stages > rvq::kRvqMaxStages)
+    return invalid_argument("rvq panels: stages " + std::to_string(v.stages) + " outside 1.." +
+                            std::to_string(rvq::kRvqMaxStages));
+  if (v.codes == nullptr || v.scales == nullptr || v.codebooks == nullptr)
+    return invalid_argument("rvq panels: matrix has null arrays");
+  RvqPanels p;
+  p.rows_ = v.rows;
+  p.cols_ = v.cols;
+  p.stages_ = v.stages;
+  p.scales_ = v.scales;
+  p.codebooks_ = v.codebooks;
+  p.bytes_.reset(rvq_panel_bytes(v.rows, v.cols, v.stages), /*zero=*/true);
+  const uint32_t n = v.groups() * v.stages;
+  const uint32_t pairs = rvq_pairs(v.cols, v.stages);
+  for (uint32_t r = 0; r < v.rows; ++r) {
+    // Block i of row r is byte i of its row codes ([group][stage] = g * S + s).
+    const uint8_t* src = v.row_codes(r);
+    uint8_t* dst = p.bytes_.data() + size_t{r / kRvqPanelRows} * pairs * kRvqPairBytes + r % kRvqPanelRows;
+    for (uint32_t i = 0; i < n; ++i) dst[(i >> 1) * kRvqPairBytes + (i & 1) * kRvqPanelRows] = src[i];
+  }
+  return p;
+}
+
+}  // namespace submoe::kernels
