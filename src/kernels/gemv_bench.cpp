@@ -375,7 +375,8 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
     res.rvq_stages = stages;
     res.rvq_bits_per_weight = static_cast<double>(bytes) * 8.0 / (static_cast<double>(c.rows) * c.cols);
     const RvqGemvKernels& rk = rvq_gemv_kernels(c.isa);
-    std::vector<float> rvq_workspace(rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, c.batch));
+    std::vector<float> rvq_workspace(std::max(rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, c.batch),
+                                              rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, 1)));
     auto add_rvq = [&](GemvTiming* t, uint32_t batch, ActivationType type) {
       t->kernel = rvq_kernel_name(rk, batch);
       t->bytes_per_matrix = bytes;

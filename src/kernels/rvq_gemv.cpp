@@ -27,22 +27,22 @@ const RvqGemvKernels kScalarKernels = {
     Isa::kScalar,
     "gemv_rvq_i8lut_scalar", detail::rvq_build_i8_scalar, detail::rvq_rows_i8_scalar,
     "gemm_f32_rvq_lut_slab_scalar", detail::rvq_build_slab_scalar, detail::rvq_rows_slab_scalar,
-    8, 1,
+    8, 1, /*gemm_table=*/true,
 };
 
 const RvqGemvKernels kAvx2Kernels = {
     Isa::kAvx2,
     "gemv_rvq_i8lut_shuffle_avx2", detail::rvq_build_i8_avx2, detail::rvq_rows_i8_avx2,
-    "gemm_f32_rvq_lut_slab_avx2", detail::rvq_build_slab_avx2, detail::rvq_rows_slab_avx2,
-    8, 4,
+    "gemm_rvq_decode_avx2", nullptr, detail::rvq_rows_decode_avx2,
+    detail::kRvqDecodeSlab, detail::kRvqDecodeSlab, /*gemm_table=*/false,
 };
 
-const RvqGemvKernels kAvx512Kernels = {
-    Isa::kAvx512,
-    "gemv_rvq_i8lut_shuffle_avx2", detail::rvq_build_i8_avx2, detail::rvq_rows_i8_avx2,
-    "gemm_f32_rvq_lut_slab_avx512", detail::rvq_build_slab_avx512, detail::rvq_rows_slab_avx512,
-    16, 4,
-};
+// AVX-512 CPUs run the AVX2 kernels (rvq_gemv_internal.h says why).
+const RvqGemvKernels kAvx512Kernels = [] {
+  RvqGemvKernels k = kAvx2Kernels;
+  k.isa = Isa::kAvx512;
+  return k;
+}();
 
 // Bytes of slab table one column tile of the row pass reads (half of a 512 KiB
 // L2). Tiles are at least 16 blocks and a multiple of 16.
@@ -66,7 +66,8 @@ Layout workspace_layout(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, u
   l.cbt = 0;
   l.xs = l.cbt + round_floats(size_t{stages} * rvq::kRvqCodebookFloats);
   l.table = l.xs + round_floats(size_t{batch} * cols);
-  l.qtable = l.table + round_floats(n * rvq::kRvqEntries * tp);
+  const bool table = batch == 1 || k.gemm_table;
+  l.qtable = l.table + round_floats(table ? n * rvq::kRvqEntries * tp : 0);
   // Batch 1: int8 slices of every pair (pairs * 512 bytes >= n * 256) and the tile scales.
   const size_t q_floats = batch == 1 ? size_t{rvq_pairs(cols, stages)} * 16 * kRvqPairBytes / sizeof(float) : 0;
   l.tile_scale = l.qtable + round_floats(q_floats);
@@ -77,8 +78,8 @@ Layout workspace_layout(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, u
 
 Status check_args(const RvqGemvKernels& k, const RvqPanelView& w, const ActivationsView& x, const OutputView& y,
                   std::span<float> workspace) {
-  if (k.gemv_build == nullptr || k.gemv_rows == nullptr || k.gemm_build == nullptr || k.gemm_rows == nullptr ||
-      k.slab == 0 || k.slab > 16)
+  if (k.gemv_build == nullptr || k.gemv_rows == nullptr || (k.gemm_table && k.gemm_build == nullptr) ||
+      k.gemm_rows == nullptr || k.slab == 0 || k.slab > 16)
     return invalid_argument("gemm_rvq: empty kernel table");
   if (x.batch < 1 || x.batch > kMaxKernelBatch)
     return invalid_argument("gemm_rvq: batch " + std::to_string(x.batch) + " outside 1.." +
@@ -152,12 +153,14 @@ size_t rvq_gemm_workspace_floats(const RvqGemvKernels& k, uint32_t rows, uint32_
   return workspace_layout(k, rows, cols, std::max(stages, 1u), std::max(batch, 1u)).total;
 }
 
-double rvq_error_bound(uint64_t n, double sum_abs_products, double abs_scale) {
+double rvq_error_bound(uint32_t groups, uint32_t stages, double sum_abs_products, double abs_scale) {
   const double u = std::ldexp(1.0, -24);
   auto gamma = [u](double k) { return k * u / (1.0 - k * u); };
-  const double g16 = gamma(16.0);
-  const double gn = gamma(static_cast<double>(n > 0 ? n - 1 : 0));
-  return abs_scale * sum_abs_products * ((g16 + gn * (1.0 + g16)) * (1.0 + u) + u);
+  const double n = static_cast<double>(groups) * stages, cols = static_cast<double>(groups) * rvq::kRvqDim;
+  const double g16 = gamma(16.0), gs = gamma(stages > 0 ? stages - 1.0 : 0.0);
+  const double tables = g16 + gamma(n > 0 ? n - 1 : 0) * (1.0 + g16);
+  const double decoded = gs + gamma(cols) * (1.0 + gs);
+  return abs_scale * sum_abs_products * (std::max(tables, decoded) * (1.0 + u) + u);
 }
 
 double rvq_i8_error_bound(uint64_t tiles, double sum_abs_products, double sum_tile_steps, double abs_scale) {
@@ -210,15 +213,18 @@ Status gemm_rvq(const RvqGemvKernels& kernels, const RvqPanelView& w, const Acti
   }
   // Slab tables are 4-16x larger (12.6 MB at 2080 x 6144 x 8 tokens) and each
   // chunk re-reads all of it: about one chunk per thread (run_rows keeps a
-  // matrix under two grains on the calling thread).
-  const size_t slab_grain = std::max<size_t>(16, w.rows / threads / 16 * 16);
+  // matrix under two grains on the calling thread). Without a table, about
+  // two chunks per thread.
+  const size_t slab_grain =
+      kernels.gemm_table ? std::max<size_t>(16, w.rows / threads / 16 * 16)
+                         : std::max<size_t>(16, (w.rows + 2 * threads - 1) / (2 * threads) + 15) / 16 * 16;
   for (uint32_t t0 = 0; t0 < x.batch; t0 += kernels.slab) {
     a.tokens = std::min(kernels.slab, x.batch - t0);
     a.token_pad = rvq_token_pad(kernels, a.tokens);
     a.tile_blocks = tile_blocks(a.token_pad);
     a.xs = xs + size_t{t0} * w.cols;
     a.y = y.data + size_t{t0} * y.stride;
-    build_table(kernels.gemm_build, a, blocks, 16, pool);
+    if (kernels.gemm_table) build_table(kernels.gemm_build, a, blocks, 16, pool);
     detail::run_rows(kernels.gemm_rows, a, w.rows, slab_grain, pool);
   }
   return Status::ok();

@@ -1,25 +1,14 @@
-// AVX2 residual-VQ LUT kernels. Batch 1: int8 tables in 16-byte slices,
-// looked up 32 codes (16 rows x 2 blocks, one 128-bit lane per block) per
-// vpshufb with the telescoping slices of kernels/rvq_gemv.h; tile sums in
-// int16 lanes. Slabs: the shared loops of rvq_gemv_internal.h with 8-wide
-// (and, for slabs of <= 4 tokens, 4-wide) float vectors.
+// AVX2 residual-VQ kernels. Batch 1: int8 tables in 16-byte slices, looked up
+// 32 codes (16 rows x 2 blocks, one 128-bit lane per block) per vpshufb with
+// the telescoping slices of kernels/rvq_gemv.h; tile sums in int16 lanes.
+// Slabs of 2..8 tokens: each subvector decoded once into registers and
+// multiplied into every token of the slab.
 #include <immintrin.h>
 
 #include "kernels/rvq_gemv_internal.h"
 
 namespace submoe::kernels::detail {
 namespace {
-
-struct VecF32x4 {
-  using T = __m128;
-  static constexpr int kWidth = 4;
-  static T zero() { return _mm_setzero_ps(); }
-  static T load(const float* p) { return _mm_loadu_ps(p); }
-  static void store(float* p, T v) { _mm_storeu_ps(p, v); }
-  static T add(T a, T b) { return _mm_add_ps(a, b); }
-  static T fma(T a, T b, T c) { return _mm_fmadd_ps(a, b, c); }
-  static T bcast(const float* p) { return _mm_broadcast_ss(p); }
-};
 
 struct VecF32x8 {
   using T = __m256;
@@ -153,14 +142,75 @@ void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel
   write_i8_rows(a, panel_begin, panel_end);
 }
 
-void rvq_build_slab_avx2(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end) {
-  if (a.token_pad == 4) return build_slab_blocks<VecF32x4, 4>(a, block_begin, block_end);
-  build_slab_blocks<VecF32x8, 8>(a, block_begin, block_end);
+namespace {
+
+// 8 partial sums of one vector.
+inline float hsum(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
 }
 
-void rvq_rows_slab_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  if (a.token_pad == 4) return rows_slab<VecF32x4, 4>(a, row_begin, row_end);
-  rows_slab<VecF32x8, 8>(a, row_begin, row_end);
+// Rows [r0, r1) of a slab of T tokens: each 16-weight subvector decoded once
+// (the sum of its S codebook rows, ascending s, as the reference decoder
+// adds them) and multiplied into all T tokens with 2 FMAs each. Column tiles
+// of kDecodeTileGroups groups: the tile's activations are first copied into
+// xt[g][t][16] (token rows of a power-of-two width would otherwise share L1
+// sets and evict each other); the rows' sums live in part[r][t] between tiles.
+constexpr uint32_t kDecodeTileGroups = 32;
+
+template <int T>
+void decode_rows(const RvqGemmArgs& a, uint32_t r0, uint32_t r1) {
+  const uint32_t G = a.w.groups(), S = a.w.stages;
+  alignas(64) float xt[kDecodeTileGroups][T][kRvqDim];
+  for (uint32_t g0 = 0; g0 < G; g0 += kDecodeTileGroups) {
+    const uint32_t g1 = std::min(G, g0 + kDecodeTileGroups);
+    for (uint32_t g = g0; g < g1; ++g)
+      for (int t = 0; t < T; ++t)
+        std::memcpy(xt[g - g0][t], a.xs + t * a.x_stride + size_t{g} * kRvqDim, sizeof(float) * kRvqDim);
+    for (uint32_t r = r0; r < r1; ++r) {
+      const PanelRow codes = panel_row(a.w, r);
+      __m256 acc[T];
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+      for (uint32_t g = g0; g < g1; ++g) {
+        const uint32_t i0 = g * S;
+        const float* e = a.w.codebooks + size_t{codes[i0]} * kRvqDim;
+        __m256 lo = _mm256_loadu_ps(e), hi = _mm256_loadu_ps(e + 8);
+        for (uint32_t st = 1; st < S; ++st) {
+          e = a.w.codebook(st) + size_t{codes[i0 + st]} * kRvqDim;
+          lo = _mm256_add_ps(lo, _mm256_loadu_ps(e));
+          hi = _mm256_add_ps(hi, _mm256_loadu_ps(e + 8));
+        }
+        const float* x = xt[g - g0][0];
+        for (int t = 0; t < T; ++t) {
+          acc[t] = _mm256_fmadd_ps(lo, _mm256_load_ps(x + t * kRvqDim), acc[t]);
+          acc[t] = _mm256_fmadd_ps(hi, _mm256_load_ps(x + t * kRvqDim + 8), acc[t]);
+        }
+      }
+      float* pr = a.part + size_t{r} * kRvqDecodeSlab;
+      for (int t = 0; t < T; ++t) pr[t] = (g0 == 0 ? 0.0f : pr[t]) + hsum(acc[t]);
+      if (g1 == G) {
+        const float scale = f16_bits_to_float(a.w.scales[r]);
+        for (int t = 0; t < T; ++t) a.y[t * a.y_stride + r] = scale * pr[t];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void rvq_rows_decode_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  switch (a.tokens) {
+    case 1: return decode_rows<1>(a, row_begin, row_end);
+    case 2: return decode_rows<2>(a, row_begin, row_end);
+    case 3: return decode_rows<3>(a, row_begin, row_end);
+    case 4: return decode_rows<4>(a, row_begin, row_end);
+    case 5: return decode_rows<5>(a, row_begin, row_end);
+    case 6: return decode_rows<6>(a, row_begin, row_end);
+    case 7: return decode_rows<7>(a, row_begin, row_end);
+    default: return decode_rows<8>(a, row_begin, row_end);
+  }
 }
 
 }  // namespace submoe::kernels::detail

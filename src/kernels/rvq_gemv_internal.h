@@ -32,17 +32,14 @@ void rvq_build_slab_scalar(const RvqGemmArgs& a, uint32_t block_begin, uint32_t 
 void rvq_rows_slab_scalar(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
 // AVX2: batch 1 builds the sliced int8 tables with 8-wide FMAs and looks up
-// 32 codes (16 rows x 2 blocks) per vpshufb; slabs of up to 8 tokens read 4 or
-// 8 floats per lookup. The AVX-512 table uses the same batch-1 pair (it runs
-// on every AVX-512 CPU; a 64-lane version would need a machine to test it).
-void rvq_build_i8_avx2(const RvqGemmArgs& a, uint32_t tile_begin, uint32_t tile_end);
+// 32 codes (16 rows x 2 blocks) per vpshufb; slabs of up to kRvqDecodeSlab
+// tokens decode each subvector once into registers (no table) and multiply it
+// into every token. The AVX-512 table uses the same kernels (they run on every
+// AVX-512 CPU; 512-bit versions would need a machine to test them).
+inline constexpr uint32_t kRvqDecodeSlab = 8;
+void rvq_build_i8_avx2(const RvqGemmArgs& a, uint32_t span_begin, uint32_t span_end);
 void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel_end);
-void rvq_build_slab_avx2(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
-void rvq_rows_slab_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
-
-// AVX-512: slabs of up to 16 tokens.
-void rvq_build_slab_avx512(const RvqGemmArgs& a, uint32_t block_begin, uint32_t block_end);
-void rvq_rows_slab_avx512(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void rvq_rows_decode_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
 // The codes of one row in the panel layout, indexed by block.
 struct PanelRow {

@@ -31,9 +31,12 @@
 // reference uses correctly rounded fma in the AVX2 kernel's order) and the
 // same sums in the same order: results are bit-identical across ISAs.
 //
-// B > 1: f32 tables holding the entries of a slab of tokens side by side
-// (T[i][c][t]), so one lookup of a code byte serves all of them: the codes are
-// decoded once per slab, never per token.
+// B > 1, in slabs of tokens: the codes are decoded once per slab, never per
+// token. AVX2 (and AVX-512) decode each 16-weight subvector into registers
+// (the sum of its S codebook rows, ascending s) and multiply it into every
+// token of the slab with FMAs; the scalar kernel builds f32 tables holding the
+// entries of the slab's tokens side by side (T[i][c][t]), so one lookup of a
+// code byte serves all of them.
 //
 // Dispatch once, high up: pick an RvqGemvKernels table (best_rvq_gemv_kernels()
 // or rvq_gemv_kernels(isa)) and pass it down; kernels never test CPU features.
@@ -47,11 +50,15 @@
 // (the sum of the absolute products of the exact formula). Each f32 table
 // entry is a dot product of 16 products, computed with FMAs in any order, so
 //   |fl(T_i) - T_i| <= gamma_16 * A_i      (A_i: block i's share of A).
-// Slabs (f32 tables): the n entries are summed in f32 in any order, adding at
+// Slabs, f32 tables: the n entries are summed in f32 in any order, adding at
 // most gamma_{n-1} * sum |fl(T_i)| <= gamma_{n-1} (1 + gamma_16) A; the final
-// product with the f16 scale rounds once more (u |result|). Altogether
-//   |y_kernel - y_exact| <= |scale| * A * ((gamma_16 + gamma_{n-1} (1 + gamma_16)) (1 + u) + u)
-// which rvq_error_bound() evaluates.
+// product with the f16 scale rounds once more (u |result|):
+//   |y_kernel - y_exact| <= |scale| * A * ((gamma_16 + gamma_{n-1} (1 + gamma_16)) (1 + u) + u).
+// Slabs, decoded subvectors: each weight's stage sum rounds S - 1 times
+// (gamma_{S-1} of its share of A), each product joins at most cols - 1 f32
+// additions (lane chains, their horizontal sum, the column tiles):
+//   |y_kernel - y_exact| <= |scale| * A * ((gamma_{S-1} + gamma_cols (1 + gamma_{S-1})) (1 + u) + u).
+// rvq_error_bound() is the larger of the two (every slab kernel is held to it).
 // Batch 1 (int8 tables): rounding an entry to q s_t errs by at most
 // s_t (1/2 + 2^-12) (the 1/2 of rounding to nearest, plus the f32 roundings
 // of 127 / M_t, of the quotient and of s_t, each below 2^-16 of 127 s_t),
@@ -135,6 +142,9 @@ struct RvqGemvKernels {
   RvqRowsFn gemm_rows = nullptr;
   uint32_t slab = 8;
   uint32_t min_token_pad = 1;  // token_pad = max(min_token_pad, bit_ceil(tokens))
+  // B >= 2 builds slab tables (gemm_build); false: the rows decode each
+  // subvector into registers instead (gemm_build unused, no table).
+  bool gemm_table = true;
 };
 
 // The table of one ISA. The caller must make sure the CPU supports it
@@ -156,10 +166,9 @@ uint32_t rvq_token_pad(const RvqGemvKernels& k, uint32_t tokens);
 size_t rvq_gemm_workspace_floats(const RvqGemvKernels& k, uint32_t rows, uint32_t cols, uint32_t stages,
                                  uint32_t batch);
 
-// The bound above: |y_kernel - y_exact| <= rvq_error_bound(n, A, |scale|) with
-// n = groups * stages table entries per row and A the row's sum of absolute
-// products.
-double rvq_error_bound(uint64_t n, double sum_abs_products, double abs_scale);
+// The slab bound above: |y_kernel - y_exact| <= rvq_error_bound(groups, stages,
+// A, |scale|) with A the row's sum of absolute products.
+double rvq_error_bound(uint32_t groups, uint32_t stages, double sum_abs_products, double abs_scale);
 
 // The batch-1 bound above: sum_tile_steps = sum_t n_t s_t over the row's
 // tiles, tiles = their count.
