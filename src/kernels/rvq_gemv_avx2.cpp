@@ -78,11 +78,13 @@ inline void lookup_pair(const int8_t* pair, const __m256i* x, const SliceIndex& 
 // (part): per tile, the int8 entries of its pairs summed in int16 lanes, then
 // part = fma(s_t, Q, part) per row (the scalar reference's operation and order).
 template <int NP>
-inline void span_sums(const RvqGemmArgs& a, uint32_t p, uint32_t t0, uint32_t t1, const SliceIndex& si) {
+inline void span_sums(const RvqGemmArgs& a, uint32_t sp, uint32_t p, uint32_t t0, uint32_t t1,
+                      const SliceIndex& si) {
+  const uint32_t span_j0 = sp * kRvqSpanGroups * a.w.stages / 2;  // the span's first pair
   const uint8_t* codes[NP];
   float* part[NP];  // rows 0-15 of each panel (kept in memory: the lookups need every register)
   for (int k = 0; k < NP; ++k) {
-    codes[k] = a.w.panel(p + k);
+    codes[k] = a.w.span_panel(sp, p + k) - size_t{span_j0} * kRvqPairBytes;  // indexed by global pair
     part[k] = a.part + size_t{p + k} * kRvqPanelRows;
   }
   for (uint32_t t = t0; t < t1; ++t) {
@@ -136,8 +138,9 @@ void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel
   for (uint32_t t0 = 0; t0 < tiles; t0 += kTilesPerSpan) {
     const uint32_t t1 = std::min(tiles, t0 + kTilesPerSpan);
     uint32_t p = panel_begin;
-    for (; p + 2 <= panel_end; p += 2) span_sums<2>(a, p, t0, t1, si);
-    if (p < panel_end) span_sums<1>(a, p, t0, t1, si);
+    const uint32_t sp = t0 / kTilesPerSpan;
+    for (; p + 2 <= panel_end; p += 2) span_sums<2>(a, sp, p, t0, t1, si);
+    if (p < panel_end) span_sums<1>(a, sp, p, t0, t1, si);
   }
   write_i8_rows(a, panel_begin, panel_end);
 }
@@ -158,7 +161,7 @@ inline float hsum(__m256 v) {
 // of kDecodeTileGroups groups: the tile's activations are first copied into
 // xt[g][t][16] (token rows of a power-of-two width would otherwise share L1
 // sets and evict each other); the rows' sums live in part[r][t] between tiles.
-constexpr uint32_t kDecodeTileGroups = 32;
+constexpr uint32_t kDecodeTileGroups = kRvqSpanGroups;  // one span of the panel layout
 
 template <int T>
 void decode_rows(const RvqGemmArgs& a, uint32_t r0, uint32_t r1) {
@@ -169,12 +172,13 @@ void decode_rows(const RvqGemmArgs& a, uint32_t r0, uint32_t r1) {
     for (uint32_t g = g0; g < g1; ++g)
       for (int t = 0; t < T; ++t)
         std::memcpy(xt[g - g0][t], a.xs + t * a.x_stride + size_t{g} * kRvqDim, sizeof(float) * kRvqDim);
+    const uint32_t sp = g0 / kRvqSpanGroups;
     for (uint32_t r = r0; r < r1; ++r) {
-      const PanelRow codes = panel_row(a.w, r);
+      const SpanRow codes = span_row(a.w, sp, r);
       __m256 acc[T];
       for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
       for (uint32_t g = g0; g < g1; ++g) {
-        const uint32_t i0 = g * S;
+        const uint32_t i0 = (g - g0) * S;  // the span's local block
         const float* e = a.w.codebooks + size_t{codes[i0]} * kRvqDim;
         __m256 lo = _mm256_loadu_ps(e), hi = _mm256_loadu_ps(e + 8);
         for (uint32_t st = 1; st < S; ++st) {

@@ -41,13 +41,22 @@ void rvq_build_i8_avx2(const RvqGemmArgs& a, uint32_t span_begin, uint32_t span_
 void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel_end);
 void rvq_rows_decode_avx2(const RvqGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
-// The codes of one row in the panel layout, indexed by block.
+// The codes of one row in the panel layout, indexed by block (the general
+// accessor: the reference loops; fast paths walk a span's pairs directly).
 struct PanelRow {
-  const uint8_t* base;  // panel start + the row's offset within the panel
-  uint8_t operator[](uint32_t i) const { return base[(i >> 1) * kRvqPairBytes + (i & 1) * kRvqPanelRows]; }
+  const RvqPanelView* w;
+  uint32_t r;
+  uint8_t operator[](uint32_t i) const { return w->code(r, i); }
 };
-inline PanelRow panel_row(const RvqPanelView& w, uint32_t r) {
-  return {w.panel(r / kRvqPanelRows) + r % kRvqPanelRows};
+inline PanelRow panel_row(const RvqPanelView& w, uint32_t r) { return {&w, r}; }
+
+// Row r's codes within span sp: block il of the span (il = local block).
+struct SpanRow {
+  const uint8_t* base;  // span_panel(sp, r / 16) + r % 16
+  uint8_t operator[](uint32_t il) const { return base[(il >> 1) * kRvqPairBytes + (il & 1) * kRvqPanelRows]; }
+};
+inline SpanRow span_row(const RvqPanelView& w, uint32_t sp, uint32_t r) {
+  return {w.span_panel(sp, r / kRvqPanelRows) + r % kRvqPanelRows};
 }
 
 // Blocks [b0, b1) of batch-1 tile t.

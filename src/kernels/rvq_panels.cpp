@@ -1,5 +1,6 @@
 #include "submoe/kernels/rvq_panels.h"
 
+#include <algorithm>
 #include <string>
 
 namespace submoe::kernels {
@@ -20,13 +21,16 @@ Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
   p.scales_ = v.scales;
   p.codebooks_ = v.codebooks;
   p.bytes_.reset(rvq_panel_bytes(v.rows, v.cols, v.stages), /*zero=*/true);
-  const uint32_t n = v.groups() * v.stages;
-  const uint32_t pairs = rvq_pairs(v.cols, v.stages);
-  for (uint32_t r = 0; r < v.rows; ++r) {
-    // Block i of row r is byte i of its row codes ([group][stage] = g * S + s).
-    const uint8_t* src = v.row_codes(r);
-    uint8_t* dst = p.bytes_.data() + size_t{r / kRvqPanelRows} * pairs * kRvqPairBytes + r % kRvqPanelRows;
-    for (uint32_t i = 0; i < n; ++i) dst[(i >> 1) * kRvqPairBytes + (i & 1) * kRvqPanelRows] = src[i];
+  const RvqPanelView pv = p.view();
+  for (uint32_t sp = 0; sp < pv.spans(); ++sp) {
+    const uint32_t b0 = sp * kRvqSpanGroups * v.stages;
+    const uint32_t b1 = std::min(v.groups(), (sp + 1) * kRvqSpanGroups) * v.stages;
+    for (uint32_t r = 0; r < v.rows; ++r) {
+      // Block i of row r is byte i of its row codes ([group][stage] = g * S + s).
+      const uint8_t* src = v.row_codes(r);
+      uint8_t* dst = p.bytes_.data() + (pv.span_panel(sp, r / kRvqPanelRows) - pv.panels);
+      for (uint32_t i = b0; i < b1; ++i) dst[RvqPanelView::local_offset(r, i - b0)] = src[i];
+    }
   }
   return p;
 }

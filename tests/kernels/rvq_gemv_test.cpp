@@ -243,20 +243,26 @@ std::vector<float> run_and_check(const RvqGemvKernels& k, const RvqTestMatrix& m
 }
 
 TEST(RvqPanelsTest, PackKeepsEveryCodeAndPadsWithZero) {
-  for (uint32_t stages : {1u, 3u, 4u}) {
+  // 48 columns: one span of 3 groups; 1040: 65 groups = spans of 32, 32 and 1.
+  for (const auto& [cols, stages] : std::vector<std::pair<uint32_t, uint32_t>>{
+           {48, 1}, {48, 3}, {48, 4}, {1040, 1}, {1040, 3}, {1040, 4}}) {
     for (uint32_t rows : {1u, 16u, 17u, 40u}) {
-      const RvqTestMatrix m = make_rvq_matrix(rows, 48, stages, Data::kRandom, 40 + rows + stages);
+      const RvqTestMatrix m = make_rvq_matrix(rows, cols, stages, Data::kRandom, 40 + rows + stages + cols);
       const RvqPanels p = panels_of(m);
       const RvqPanelView v = p.view();
       const rvq::RvqView w = m.view();
-      ASSERT_EQ(p.bytes(), rvq_panel_bytes(rows, 48, stages));
-      ASSERT_EQ(v.blocks(), 3 * stages);
+      ASSERT_EQ(p.bytes(), rvq_panel_bytes(rows, cols, stages));
+      ASSERT_EQ(v.blocks(), cols / 16 * stages);
+      size_t pairs = 0;
+      for (uint32_t sp = 0; sp < v.spans(); ++sp) pairs += v.span_pairs(sp);
+      ASSERT_EQ(pairs, v.pairs());
+      ASSERT_EQ(p.bytes(), size_t{rvq_panels(rows)} * pairs * kRvqPairBytes);
       for (uint32_t r = 0; r < rows; ++r) {
         for (uint32_t i = 0; i < v.blocks(); ++i) ASSERT_EQ(v.code(r, i), w.row_codes(r)[i]) << r << " " << i;
       }
       // Padding rows and the padding block (3 * S blocks: odd for odd S) hold 0.
       for (uint32_t r = rows; r < rvq_panels(rows) * kRvqPanelRows; ++r) {
-        for (uint32_t i = 0; i < 2 * v.pairs(); ++i) EXPECT_EQ(v.code(r, i), 0) << r << " " << i;
+        for (uint32_t i = 0; i < v.blocks(); ++i) EXPECT_EQ(v.code(r, i), 0) << r << " " << i;
       }
       if (v.blocks() % 2 == 1) {
         for (uint32_t r = 0; r < rows; ++r) EXPECT_EQ(v.code(r, v.blocks()), 0);

@@ -102,10 +102,10 @@ namespace submoe::kernels {
 // so one group of large activations (no rotation, or structure the rotation
 // concentrates) coarsens the steps of one other group only.
 inline constexpr uint32_t kRvqI8TileGroups = 2;
-// Groups per span: the tables of a span are built together (each stage's
-// codebook read once for all of them) and its sliced tables (32 KiB at 4
-// stages) stay in L1 while every row reads them.
-inline constexpr uint32_t kRvqI8SpanGroups = 32;
+// The spans of the panel layout (kRvqSpanGroups groups): a span's tables are
+// built together (each stage's codebook read once for all of them) and its
+// sliced tables (32 KiB at 4 stages) stay in L1 while every row reads them.
+inline constexpr uint32_t kRvqI8SpanGroups = kRvqSpanGroups;
 
 // What one kernel invocation sees (one slab of tokens).
 struct RvqGemmArgs {
@@ -179,9 +179,7 @@ double rvq_i8_error_bound(uint64_t tiles, double sum_abs_products, double sum_ti
 inline constexpr uint32_t rvq_i8_tiles(uint32_t cols) {
   return (rvq::rvq_groups(cols) + kRvqI8TileGroups - 1) / kRvqI8TileGroups;
 }
-inline constexpr uint32_t rvq_i8_spans(uint32_t cols) {
-  return (rvq::rvq_groups(cols) + kRvqI8SpanGroups - 1) / kRvqI8SpanGroups;
-}
+inline constexpr uint32_t rvq_i8_spans(uint32_t cols) { return rvq_spans(cols); }
 
 // Y = W' X. Precondition too costly to re-check per call: the matrix is valid
 // (codes any byte, finite scales, finite codebooks). The call checks the kernel
