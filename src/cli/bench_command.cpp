@@ -1,9 +1,11 @@
 // `submoe bench gemv`: dense f32, dense bf16 and a compressed kernel (the ternary
-// dictionary code, or residual VQ with --repr rvq) on working sets larger than
-// the last-level cache (src/kernels/gemv_bench.cpp).
+// dictionary code on synthetic ternary data, or with --repr NAME any registered
+// representation through its LinearOp, runtime/repr_bench.h) on working sets
+// larger than the last-level cache (src/kernels/gemv_bench.cpp).
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,8 +14,8 @@
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/codec/int_packed.h"
-#include "submoe/codec/rvq_format.h"
 #include "submoe/kernels/gemv_bench.h"
+#include "submoe/runtime/repr_bench.h"
 
 namespace submoe::cli {
 namespace {
@@ -38,8 +40,10 @@ struct GemvOptions {
   std::vector<uint32_t> int_bits = {2, 3, 4};
   uint32_t int_group = 128;
   bool no_int = false;
-  std::string repr = "ternary";
-  double bits = 2.0;
+  std::string repr;  // empty: the built-in ternary dictionary bench
+  std::optional<double> bits;
+  std::optional<uint32_t> group_size;
+  std::vector<std::string> repr_opts;
   uint64_t seed = 1;
   bool json = false;
 };
@@ -92,20 +96,34 @@ Status run_gemv(const GemvOptions& o) {
   c.int_group = o.int_group;
   for (uint32_t b : c.int_bits) SUBMOE_RETURN_IF_ERROR(intn::check_int_params(b, c.int_group));
   c.seed = o.seed;
-  const bool rvq = o.repr == "rvq";
-  if (rvq) {
-    c.repr = kernels::BenchRepr::kRvq;
-    c.rvq_bits = o.bits;
-    const double st = o.bits * 2.0;
-    if (!(st >= 1.0 && st <= rvq::kRvqMaxStages && st == static_cast<double>(static_cast<int>(st))))
-      return invalid_argument("--bits must be 0.5 .. 4 in steps of 0.5 (stages = 2 x bits)");
-    if (c.cols % rvq::kRvqDim != 0) return invalid_argument("--repr rvq needs cols a multiple of 16");
-  }
-
+  const bool external = !o.repr.empty();
+  if (!external && (o.bits || o.group_size || !o.repr_opts.empty()))
+    return invalid_argument("--bits, --group-size and --repr-opt need --repr NAME");
+  if (external && !o.isa.empty())
+    return invalid_argument("--isa applies to the built-in ternary and dense kernels; --repr runs the "
+                            "representation's LinearOp, which picks the best ISA itself");
   ThreadPool pool(o.threads);
   auto progress = [&](const std::string& s) {
     if (!o.json) std::cerr << "bench gemv: " << s << "\n";
   };
+  if (external) {
+    runtime::ReprBenchOptions ro;
+    ro.repr.name = o.repr;
+    ro.repr.bits = o.bits;
+    ro.repr.group_size = o.group_size;
+    for (const std::string& kv : o.repr_opts) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) return invalid_argument("--repr-opt must be KEY=VALUE, got '" + kv + "'");
+      ro.repr.extra.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    ro.rows = c.rows;
+    ro.cols = c.cols;
+    ro.min_matrices = c.min_matrices;
+    ro.llc_factor = c.llc_factor;
+    ro.seed = c.seed;
+    SUBMOE_ASSIGN_OR_RETURN(c.external, runtime::make_repr_bench_set(ro, progress));
+    c.repr = kernels::BenchRepr::kExternal;
+  }
   SUBMOE_ASSIGN_OR_RETURN(GemvBenchResult r, kernels::run_gemv_bench(c, &pool, progress));
 
   const double weights = static_cast<double>(c.rows) * c.cols;
@@ -117,9 +135,11 @@ Status run_gemv(const GemvOptions& o) {
   j["batch"] = c.batch;
   j["threads"] = r.threads;
   j["isa"] = isa_name(c.isa);
-  j["code"] = o.code;
-  j["p0"] = c.p0;
-  j["dictionary_p0"] = r.dictionary_p0;
+  if (!external) {
+    j["code"] = o.code;
+    j["p0"] = c.p0;
+    j["dictionary_p0"] = r.dictionary_p0;
+  }
   j["iters"] = c.iters;
   j["llc_bytes"] = r.llc_bytes;
   j["compressed_us"] = comp;
@@ -128,18 +148,17 @@ Status run_gemv(const GemvOptions& o) {
   // The same matrices with bf16 activations (the dtype of a bf16 model's hidden
   // states): batch 1 takes the word-permute kernel where the CPU has VBMI.
   const double comp_bf16act = r.compressed_bf16act.median_us;
-  j["compressed_bf16act_us"] = comp_bf16act;
-  j["compressed_bf16act_kernel"] = r.compressed_bf16act.kernel;
-  j["compressed_bf16act"] = timing_json(r.compressed_bf16act);
-  j["repr"] = o.repr;
+  j["repr"] = external ? o.repr : "ternary";
   // Weights of W streamed and decoded per second (a batch decodes each once).
   j["gweights_per_s"] = comp > 0 ? weights / comp * 1e-3 : 0.0;
   const double comp_i8act = r.compressed_i8act.median_us;
-  if (rvq) {
-    j["bits"] = c.rvq_bits;
-    j["stages"] = r.rvq_stages;
-    j["bits_per_weight"] = r.rvq_bits_per_weight;  // codes + f16 scales
+  if (external) {
+    if (o.bits) j["bits"] = *o.bits;
+    j["bits_per_weight"] = c.external->bits_per_weight;  // every packed field (shared tensors not counted)
   } else {
+    j["compressed_bf16act_us"] = comp_bf16act;
+    j["compressed_bf16act_kernel"] = r.compressed_bf16act.kernel;
+    j["compressed_bf16act"] = timing_json(r.compressed_bf16act);
     // The same with the f32 activations quantized to int8 per token (one scale,
     // ActivationQuant::kInt8; the quantization is part of the timed call).
     j["compressed_i8act_us"] = comp_i8act;
@@ -156,8 +175,10 @@ Status run_gemv(const GemvOptions& o) {
     j["dense_bf16"] = timing_json(r.dense_bf16);
     j["ratio_vs_bf16"] = r.dense_bf16.median_us > 0 ? comp / r.dense_bf16.median_us : 0.0;
     j["ratio_vs_f32"] = r.dense_f32.median_us > 0 ? comp / r.dense_f32.median_us : 0.0;
-    j["ratio_vs_bf16_bf16act"] = r.dense_bf16.median_us > 0 ? comp_bf16act / r.dense_bf16.median_us : 0.0;
-    if (!rvq) j["ratio_vs_bf16_i8act"] = r.dense_bf16.median_us > 0 ? comp_i8act / r.dense_bf16.median_us : 0.0;
+    if (!external) {
+      j["ratio_vs_bf16_bf16act"] = r.dense_bf16.median_us > 0 ? comp_bf16act / r.dense_bf16.median_us : 0.0;
+      j["ratio_vs_bf16_i8act"] = r.dense_bf16.median_us > 0 ? comp_i8act / r.dense_bf16.median_us : 0.0;
+    }
     j["dense_bf16_gb_per_s"] = r.dense_bf16.median_us > 0 ? weights * 2 / r.dense_bf16.median_us * 1e-3 : 0.0;
   }
   nlohmann::json ints = nlohmann::json::array();
@@ -186,9 +207,9 @@ Status run_gemv(const GemvOptions& o) {
     std::cout << j.dump() << "\n";
     return Status::ok();
   }
-  if (rvq) {
-    std::printf("bench gemv %ux%u batch %u, %u thread(s), %s, rvq %u stages, %.3f bits/weight (codes + scales)\n",
-                c.rows, c.cols, c.batch, r.threads, isa_name(c.isa), r.rvq_stages, r.rvq_bits_per_weight);
+  if (external) {
+    std::printf("bench gemv %ux%u batch %u, %u thread(s), %s: %s, %.3f bits/weight (packed fields)\n", c.rows,
+                c.cols, c.batch, r.threads, o.repr.c_str(), c.external->kernel.c_str(), c.external->bits_per_weight);
   } else {
     std::printf(
         "bench gemv %ux%u batch %u, %u thread(s), %s, %s code, data p0 %.3f (dictionary %.3f), %.3f bits/weight\n",
@@ -205,17 +226,19 @@ Status run_gemv(const GemvOptions& o) {
     line("dense bf16", r.dense_bf16);
   }
   line("compressed", r.compressed);
-  line("  bf16 x", r.compressed_bf16act);
-  if (!rvq) line("  int8 x", r.compressed_i8act);
+  if (!external) {
+    line("  bf16 x", r.compressed_bf16act);
+    line("  int8 x", r.compressed_i8act);
+  }
   for (const GemvBenchResult::IntTiming& it : r.ints) {
     line(("int" + std::to_string(it.bits) + " g" + std::to_string(c.int_group)).c_str(), it.timing);
   }
   if (c.batch > 1) line("batch 1", r.compressed_batch1);
   std::printf("  compressed: %.2f Gweights/s", comp > 0 ? weights / comp * 1e-3 : 0.0);
   if (c.dense) {
-    if (rvq) {
-      std::printf(", %.3f x dense bf16 (%.3f with bf16 activations), %.3f x dense f32", j["ratio_vs_bf16"].get<double>(),
-                  j["ratio_vs_bf16_bf16act"].get<double>(), j["ratio_vs_f32"].get<double>());
+    if (external) {
+      std::printf(", %.3f x dense bf16, %.3f x dense f32", j["ratio_vs_bf16"].get<double>(),
+                  j["ratio_vs_f32"].get<double>());
     } else {
       std::printf(", %.3f x dense bf16 (%.3f with bf16 activations, %.3f with int8), %.3f x dense f32",
                   j["ratio_vs_bf16"].get<double>(), j["ratio_vs_bf16_bf16act"].get<double>(),
@@ -250,10 +273,13 @@ void setup_gemv(CLI::App& bench) {
       "batch > 1 compressed_per_token_us, compressed_batch1_us and per_token_ratio_vs_batch1\n"
       "(compressed per-token time / compressed batch-1 time); \"int\": one entry per --int-bits with the\n"
       "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16.\n"
-      "--repr rvq --bits R: the compressed kernel is the residual-VQ LUT kernel (kernels/rvq_gemv.h) on\n"
-      "matrices of 2R stages of uniformly random code bytes and shared random codebooks, with f32 and\n"
-      "bf16 activations (no int8 variant, no n-bit kernels); the same keys, plus repr, bits, stages and\n"
-      "bits_per_weight = codes + f16 scales (the shared codebooks not counted).");
+      "--repr NAME [--bits R] [--group-size G] [--repr-opt KEY=VALUE ...]: the compressed kernel is\n"
+      "that registered representation's fused LinearOp, as run and eval execute it (rotations included,\n"
+      "the best ISA): one N(0, 0.02^2) matrix is encoded round-to-nearest as `compress --method rtn`\n"
+      "would (codebooks trained first where the codec has them), then copied into a working set of\n"
+      "distinct ops; f32 activations only (no bf16 / int8 variants, no n-bit kernels); the same keys,\n"
+      "plus repr, bits and bits_per_weight (every packed field; shared tensors such as codebooks not\n"
+      "counted). Unknown names and options the representation does not take are errors naming them.");
   cmd->add_option("--shape", o->shape, "Matrix shape RxC: rows (outputs) x cols (inputs)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Tokens per call, 1..64")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (rows split across them)")
@@ -280,11 +306,12 @@ void setup_gemv(CLI::App& bench) {
   cmd->add_option("--int-group", o->int_group, "Group size of the n-bit grids (0 = one scale per row)")
       ->capture_default_str();
   cmd->add_flag("--no-int", o->no_int, "Skip the n-bit kernels");
-  cmd->add_option("--repr", o->repr, "Compressed representation: ternary (dictionary code) or rvq (residual VQ)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"ternary", "rvq"}));
-  cmd->add_option("--bits", o->bits, "--repr rvq: bits per weight of the codes, 0.5 .. 4 in steps of 0.5")
-      ->capture_default_str();
+  cmd->add_option("--repr", o->repr,
+                  "A registered representation to time through its LinearOp instead of the built-in ternary "
+                  "kernel bench (" + runtime::representation_names() + ", or an alias)");
+  cmd->add_option("--bits", o->bits, "--repr: the representation's rate option (as compress --bits)");
+  cmd->add_option("--group-size", o->group_size, "--repr: the representation's group size (as compress --group-size)");
+  cmd->add_option("--repr-opt", o->repr_opts, "--repr: KEY=VALUE options of the representation (as compress --repr-opt)");
   cmd->add_option("--seed", o->seed, "Random seed of the data")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("bench gemv", run_gemv(*o)); });

@@ -320,12 +320,8 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
   if (c.rows == 0 || c.cols == 0) return invalid_argument("bench gemv: shape must be positive");
   if (c.batch < 1 || c.batch > kMaxKernelBatch) return invalid_argument("bench gemv: batch outside 1..64");
   if (c.iters == 0) return invalid_argument("bench gemv: iters must be >= 1");
-  if (c.repr == BenchRepr::kRvq) {  // checked before any working set is built
-    const double st = c.rvq_bits * 2.0;
-    if (!(st >= 1.0 && st <= rvq::kRvqMaxStages && st == std::floor(st)))
-      return invalid_argument("bench gemv: rvq bits must be 0.5 .. 4 in steps of 0.5");
-    if (c.cols % rvq::kRvqDim != 0) return invalid_argument("bench gemv: rvq needs cols a multiple of 16");
-  }
+  if (c.repr == BenchRepr::kExternal && (c.external == nullptr || !c.external->run || c.external->matrices == 0))
+    return invalid_argument("bench gemv: empty external working set");
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -362,33 +358,18 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
     }
   }
 
-  if (c.repr == BenchRepr::kRvq) {
-    // The RVQ LUT kernel takes the place of the ternary ones (same keys): f32
-    // and bf16 activations, and its batch-1 reference when batch > 1.
-    const double stages_d = c.rvq_bits * 2.0;
-    const auto stages = static_cast<uint32_t>(stages_d);
-    const size_t bytes = rvq::rvq_matrix_bytes(c.rows, c.cols, stages);
-    const uint32_t n = working_set_matrices(bytes, c.min_matrices, c.llc_factor);
-    say("rvq " + std::to_string(stages) + " stages: " + std::to_string(n) + " matrices, " +
-        std::to_string((n * bytes) >> 20) + " MiB");
-    SUBMOE_ASSIGN_OR_RETURN(RvqWorkingSet rs, make_rvq_working_set(c.rows, c.cols, stages, n, c.seed));
-    res.rvq_stages = stages;
-    res.rvq_bits_per_weight = static_cast<double>(bytes) * 8.0 / (static_cast<double>(c.rows) * c.cols);
-    const RvqGemvKernels& rk = rvq_gemv_kernels(c.isa);
-    std::vector<float> rvq_workspace(std::max(rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, c.batch),
-                                              rvq_gemm_workspace_floats(rk, c.rows, c.cols, stages, 1)));
-    auto add_rvq = [&](GemvTiming* t, uint32_t batch, ActivationType type) {
-      t->kernel = rvq_kernel_name(rk, batch);
-      t->bytes_per_matrix = bytes;
-      const ActivationsView xv = type == ActivationType::kF32 ? ActivationsView::f32(x.data(), batch, c.cols)
-                                                              : ActivationsView::bf16(x_bf16.data(), batch, c.cols);
-      timed.push_back({t, n, [&, xv](uint32_t i) {
-                         return gemm_rvq(rk, rs.panel_view(i), xv, out, rvq_workspace, pool);
-                       }, {}, {}});
+  if (c.repr == BenchRepr::kExternal) {
+    // The caller's matrices take the place of the ternary kernels (same keys):
+    // f32 activations, and the batch-1 reference when batch > 1.
+    const ExternalBenchSet& e = *c.external;
+    auto add = [&](GemvTiming* t, uint32_t batch) {
+      t->kernel = e.kernel;
+      t->bytes_per_matrix = e.bytes_per_matrix;
+      timed.push_back({t, e.matrices, [&, batch](uint32_t i) { return e.run(i, x.data(), batch, y.data(), pool); },
+                       {}, {}});
     };
-    add_rvq(&res.compressed, c.batch, ActivationType::kF32);
-    add_rvq(&res.compressed_bf16act, c.batch, ActivationType::kBF16);
-    if (c.batch > 1) add_rvq(&res.compressed_batch1, 1, ActivationType::kF32);
+    add(&res.compressed, c.batch);
+    if (c.batch > 1) add(&res.compressed_batch1, 1);
     say("timing " + std::to_string(timed.size()) + " kernels interleaved, " + std::to_string(c.iters) + " rounds");
     SUBMOE_RETURN_IF_ERROR(time_interleaved(timed, c.iters));
     return res;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `codec rvq-synth` and `bench gemv --repr rvq`: a small valid run of each
+# `codec rvq-synth` and `bench gemv --repr NAME`: a small valid run of each
 # prints its JSON keys; bad rates, widths and names exit non-zero with a
 # message naming the flag.
 #   usage: rvq_commands.sh SUBMOE_BINARY SOURCE_DIR
@@ -30,11 +30,17 @@ expect_keys bits_per_weight mse mse_train gaussian_bound lloyd_max_scalar_mse --
 expect_error "--bits must be a multiple of 0.5" codec rvq-synth --bits 2.3
 expect_error "--bits must be a multiple of 0.5" codec rvq-synth --bits 4.5
 expect_error "--cols must be a positive multiple of 16" codec rvq-synth --bits 2 --cols 40
+fast_rvq=(--repr-opt train_vectors=4096 --repr-opt iters=3)
 expect_keys repr bits_per_weight ratio_vs_bf16 compressed -- \
-  bench gemv --repr rvq --bits 2 --shape 64x64 --iters 2 --min-matrices 2 --threads 1 --json
-expect_error "--bits must be 0.5 .. 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25
-expect_error "cols a multiple of 16" bench gemv --repr rvq --bits 2 --shape 64x40
-expect_error "--repr" bench gemv --repr nf4
+  bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x64 --iters 2 --min-matrices 2 --threads 1 --json
+expect_keys repr bits_per_weight ratio_vs_bf16 compressed_batch1 per_token_ratio_vs_batch1 -- \
+  bench gemv --repr int --bits 4 --group-size 32 --shape 64x64 --batch 3 --iters 2 --min-matrices 2 --json
+expect_error "rvq --bits must be 0.5 to 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25 "${fast_rvq[@]}" --shape 64x64
+expect_error "multiple of 16" bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x40
+expect_error "unknown representation 'nf4' (registered: ternary_dict, int, rvq)" bench gemv --repr nf4
+expect_error "need --repr NAME" bench gemv --bits 2
+expect_error "--isa applies to the built-in" bench gemv --repr int --bits 4 --isa scalar
+expect_error "--repr-opt must be KEY=VALUE" bench gemv --repr rvq --repr-opt beam
 fixture=$2/tests/fixtures/qwen3_moe
 expect_keys mse_global mse_layer mse_layer_train test_vectors -- \
   codec rvq-fit --model "$fixture" --bits 1 --train-vectors 512 --iters 2 --beam 1 --threads 1 --json

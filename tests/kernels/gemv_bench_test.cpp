@@ -91,7 +91,7 @@ TEST(GemvBench, RvqWorkingSetCopiesAreDistinctAndShareTheCodebooks) {
   EXPECT_FALSE(make_rvq_working_set(4, 32, 9, 1, 1).is_ok());
 }
 
-TEST(GemvBench, RvqRunTimesDenseAndTheLutKernel) {
+TEST(GemvBench, ExternalSetIsTimedInPlaceOfTheTernaryKernels) {
   ThreadPool pool(2);
   for (uint32_t batch : {1u, 3u}) {
     GemvBenchConfig c;
@@ -102,31 +102,51 @@ TEST(GemvBench, RvqRunTimesDenseAndTheLutKernel) {
     c.min_matrices = 3;
     c.llc_factor = 0;
     c.isa = best_isa();
-    c.repr = BenchRepr::kRvq;
-    c.rvq_bits = 1.5;
+    c.repr = BenchRepr::kExternal;
+    auto set = std::make_shared<ExternalBenchSet>();
+    set->kernel = "test op";
+    set->bytes_per_matrix = 1234;
+    set->matrices = 4;
+    std::vector<uint32_t> calls(4, 0);
+    std::vector<uint32_t> batches;
+    set->run = [&](uint32_t i, const float* x, uint32_t b, float* y, ThreadPool*) {
+      EXPECT_LT(i, 4u);
+      EXPECT_NE(x, nullptr);
+      y[size_t{b} * c.rows - 1] = 1.0f;  // the output holds batch x rows floats
+      ++calls[i];
+      batches.push_back(b);
+      return Status::ok();
+    };
+    c.external = set;
     Result<GemvBenchResult> r = run_gemv_bench(c, &pool);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    EXPECT_EQ(r->rvq_stages, 3u);
-    EXPECT_DOUBLE_EQ(r->rvq_bits_per_weight, 1.5 + 16.0 / 320);
     EXPECT_TRUE(r->ints.empty());
-    std::vector<const GemvTiming*> all = {&r->dense_f32, &r->dense_bf16, &r->compressed, &r->compressed_bf16act};
+    std::vector<const GemvTiming*> all = {&r->dense_f32, &r->dense_bf16, &r->compressed};
     if (batch > 1) all.push_back(&r->compressed_batch1);
     for (const GemvTiming* t : all) {
       EXPECT_FALSE(t->kernel.empty());
       EXPECT_EQ(t->samples, 3u) << t->kernel;
       EXPECT_GT(t->median_us, 0.0) << t->kernel;
-      EXPECT_GE(t->matrices, 3u) << t->kernel;
     }
-    EXPECT_EQ(r->compressed.kernel, rvq_kernel_name(rvq_gemv_kernels(c.isa), batch));
+    EXPECT_EQ(r->compressed.kernel, "test op");
+    EXPECT_EQ(r->compressed.bytes_per_matrix, 1234u);
+    EXPECT_EQ(r->compressed.matrices, 4u);
+    EXPECT_EQ(r->compressed_bf16act.samples, 0u);
     EXPECT_EQ(r->compressed_i8act.samples, 0u);
+    // 3 warm-up + 3 timed rounds, one call each (two with the batch-1 reference),
+    // cycling through every copy.
+    const uint32_t per_round = batch > 1 ? 2 : 1;
+    EXPECT_EQ(batches.size(), 6u * per_round);
+    for (uint32_t n : calls) EXPECT_GE(n, 1u);
+    EXPECT_EQ(std::count(batches.begin(), batches.end(), batch), 6);
   }
   GemvBenchConfig bad;
-  bad.repr = BenchRepr::kRvq;
-  bad.rvq_bits = 1.25;
+  bad.repr = BenchRepr::kExternal;
   bad.llc_factor = 0;
-  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());
-  bad.rvq_bits = 4.5;
-  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());
+  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());  // no set
+  auto empty = std::make_shared<ExternalBenchSet>();
+  bad.external = empty;
+  EXPECT_FALSE(run_gemv_bench(bad, &pool).is_ok());  // no run function, no matrices
 }
 
 }  // namespace

@@ -103,8 +103,20 @@ struct RvqWorkingSet {
 Result<RvqWorkingSet> make_rvq_working_set(uint32_t rows, uint32_t cols, uint32_t stages, uint32_t count,
                                            uint64_t seed);
 
-// What `compressed` times: the ternary dictionary kernels, or the RVQ LUT kernel.
-enum class BenchRepr : uint8_t { kTernary = 0, kRvq = 1 };
+// A compressed working set the caller made (runtime/repr_bench.h: any
+// representation of the registry, run through its LinearOp), timed in place
+// of the ternary kernels.
+struct ExternalBenchSet {
+  std::string kernel;           // what runs (the LinearOp's describe())
+  size_t bytes_per_matrix = 0;  // the packed fields of one matrix (shared tensors not counted)
+  double bits_per_weight = 0;   // 8 x bytes_per_matrix / (rows x cols)
+  uint32_t matrices = 0;        // distinct copies (the working set)
+  // Matrix i on `batch` tokens: x [batch, cols] f32, y [batch, rows].
+  std::function<Status(uint32_t i, const float* x, uint32_t batch, float* y, ThreadPool* pool)> run;
+};
+
+// What `compressed` times: the ternary dictionary kernels, or an external set.
+enum class BenchRepr : uint8_t { kTernary = 0, kExternal = 1 };
 
 struct GemvBenchConfig {
   uint32_t rows = 2080;
@@ -120,7 +132,7 @@ struct GemvBenchConfig {
   std::vector<uint32_t> int_bits = {2, 3, 4};  // n-bit kernels to time next to them (empty: none)
   uint32_t int_group = 128;                     // their group size (0 = per row)
   BenchRepr repr = BenchRepr::kTernary;
-  double rvq_bits = 2.0;       // kRvq: bits per weight of the codes (0.5 .. 4 in steps of 0.5; stages = 2 x bits)
+  std::shared_ptr<const ExternalBenchSet> external;  // kExternal
   Isa isa = Isa::kScalar;      // kernels to time (the caller passes best_isa() by default)
   uint64_t seed = 1;
 };
@@ -146,11 +158,9 @@ struct GemvBenchResult {
   GemvTiming dense_f32;
   GemvTiming dense_bf16;
   GemvTiming compressed;          // f32 activations
-  GemvTiming compressed_bf16act;  // the same matrices with the activations as bf16
+  GemvTiming compressed_bf16act;  // ternary only: the same matrices with the activations as bf16
   GemvTiming compressed_i8act;    // ternary only: f32 activations quantized to int8 (ActivationQuant::kInt8)
   GemvTiming compressed_batch1;   // only when batch > 1: the per-token reference (f32 activations)
-  uint32_t rvq_stages = 0;            // kRvq: stages of the matrices
-  double rvq_bits_per_weight = 0;     // kRvq: codes + f16 scales (the shared codebooks not counted)
   struct IntTiming {
     uint32_t bits = 0;
     double bits_per_weight = 0;  // codes + f16 scales + zeros
