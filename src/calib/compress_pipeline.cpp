@@ -147,10 +147,37 @@ Status check_finite_hidden(const std::vector<float>& h, size_t layer) {
   return Status::ok();
 }
 
+// The source is never at risk: the output may not be the source directory,
+// lie inside it, or contain it (an --overwrite or a cleanup of the output would
+// then replace or delete the user's checkpoint), whatever the flags. Paths are
+// compared after resolving symbolic links and "..".
+Status check_output_apart_from_source(const std::string& model_dir, const std::string& out_dir) {
+  std::error_code ec1, ec2;
+  const fs::path src = fs::weakly_canonical(fs::absolute(model_dir), ec1);
+  const fs::path out = fs::weakly_canonical(fs::absolute(out_dir), ec2);
+  if (ec1 || ec2) return Status::ok();  // unreadable paths fail later with their own message
+  auto inside = [](const fs::path& child, const fs::path& parent) {
+    auto c = child.begin(), p = parent.begin();
+    for (; p != parent.end(); ++p, ++c) {
+      if (p->empty()) continue;  // a trailing separator
+      if (c == child.end() || *c != *p) return false;
+    }
+    return true;
+  };
+  if (src == out || inside(out, src))
+    return invalid_argument("--out '" + out_dir + "' is " + (src == out ? "the source checkpoint" : "inside the source checkpoint") +
+                            " '" + model_dir + "': write the artifact to a directory of its own");
+  if (inside(src, out))
+    return invalid_argument("--out '" + out_dir + "' contains the source checkpoint '" + model_dir +
+                            "': write the artifact to a directory of its own");
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressFn& progress) {
   const auto t_start = Clock::now();
+  SUBMOE_RETURN_IF_ERROR(check_output_apart_from_source(o.model_dir, o.out_dir));
   uint64_t step = 0;
   auto hook = [&] {
     if (o.step_hook) o.step_hook(step++);

@@ -284,7 +284,7 @@ void setup_gemv(CLI::App& bench) {
   cmd->add_option("--batch", o->batch, "Tokens per call, 1..64")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (rows split across them)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(thread_count(false));
   cmd->add_option("--p0", o->p0, "Probability of a zero weight in the generated ternary data")->capture_default_str();
   cmd->add_option("--dict-p0", o->dict_p0, "p0 the dictionary is built for (QMoE's one table: 0.885)")
       ->capture_default_str();

@@ -199,7 +199,7 @@ void setup_synth(CLI::App& codec) {
                   "Weights sharing the dictionary; 0 = a whole large model (its share counts as 0)")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed of the data")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Encoder threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Encoder threads")->capture_default_str()->check(thread_count(false));
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("codec synth", run_synth(*o)); });
 }
@@ -435,7 +435,9 @@ void setup_rvq_synth(CLI::App& codec) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the training data and k-means++ (held-out data: seed+1, seed+2)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Threads (results are identical for any count)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads (results are identical for any count)")
+      ->capture_default_str()
+      ->check(thread_count(false));
   cmd->add_flag("--curve", o->curve, "Report every rate from 0.5 to --bits (one training)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("codec rvq-synth", run_rvq_synth_command(*o)); });

@@ -33,6 +33,14 @@ int exit_code();
 // invalid arguments). Returns false when status is an error.
 bool report(const std::string& command, const Status& status);
 
+// The largest --threads any command accepts: 8 x the hardware threads, at least
+// 64 (more threads than that only add contention; a typo such as 1000000 would
+// otherwise abort while starting them).
+int max_threads();
+// Validator of a --threads option: 0 (= all hardware threads) when allow_zero,
+// else 1, up to max_threads().
+CLI::Validator thread_count(bool allow_zero = true);
+
 }  // namespace submoe::cli
 
 #define SUBMOE_REGISTER_COMMAND(name, setup_fn) \

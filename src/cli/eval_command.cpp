@@ -115,7 +115,8 @@ void setup_eval(CLI::App& root) {
                   "token by token through the batch-1 kernels generation runs, larger values through the "
                   "batched (prefill) kernels. The loss differs only by those kernels' roundings")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
+      ->check(thread_count(true));
   add_model_flags(cmd, &o->m);
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o] { report("eval", run_eval(*o)); });

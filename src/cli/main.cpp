@@ -1,7 +1,13 @@
 // submoe: the command-line program. Subcommands live one per file in src/cli/.
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <thread>
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include "cli/command.h"
 
@@ -26,6 +32,27 @@ bool report(const std::string& command, const Status& status) {
   return false;
 }
 
+int max_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::max(64u, 8u * std::max(hw, 1u)));
+}
+
+CLI::Validator thread_count(bool allow_zero) {
+  const int lo = allow_zero ? 0 : 1;
+  return CLI::Validator(
+      [lo](std::string& v) -> std::string {
+        long n = 0;
+        char* end = nullptr;
+        errno = 0;
+        n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || errno == ERANGE || n < lo || n > max_threads())
+          return "must be an integer in " + std::to_string(lo) + ".." + std::to_string(max_threads()) +
+                 (lo == 0 ? " (0 = all hardware threads)" : "") + ", got '" + v + "'";
+        return {};
+      },
+      "THREADS");
+}
+
 }  // namespace submoe::cli
 
 int main(int argc, char** argv) {
@@ -38,10 +65,22 @@ int main(int argc, char** argv) {
   auto& registry = submoe::cli::command_registry();
   std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& spec : registry) spec.setup(app);
+  // Every failure a command cannot turn into a Status still ends as a message
+  // and a non-zero status, never an abort (the command's own outputs are
+  // written atomically, so nothing half-written is left behind).
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "submoe: out of memory (an input or option asked for more than this machine can hold)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "submoe: error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "submoe: error: unknown exception\n";
+    return 1;
   }
   return submoe::cli::exit_code();
 }

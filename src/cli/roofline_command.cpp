@@ -42,7 +42,8 @@ void setup_roofline(CLI::App& root) {
   cmd->add_option("--cell-seconds", a.options.cell_seconds, "Seconds per random-read cell (block x threads)")
       ->capture_default_str();
   cmd->add_option("--threads", a.options.compute_threads, "Threads for DRAM and kernels (0 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(thread_count(true));
   cmd->add_flag("--quick", a.quick,
                 "About 10 s: 64 MiB file, 50 ms cells, 16 MiB DRAM buffers, a 256x1024 kernel shape "
                 "(figures are not cold; for tests)");

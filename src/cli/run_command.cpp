@@ -192,7 +192,8 @@ void setup_run(CLI::App& root) {
                   "nucleus sampling: the smallest set of most likely tokens whose probability reaches p; 1 = off")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed of the sampler (same seed, same text)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
+      ->check(thread_count(true));
   add_model_flags(cmd, &o->m);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
   cmd->add_option("--trace-out", o->trace_out,

@@ -87,7 +87,8 @@ void setup_rvq_fit(CLI::App& codec) {
   cmd->add_option("--beam", c->o.beam, "encoder beam width, 1..256")->capture_default_str();
   cmd->add_option("--seed", c->o.seed, "seed of the Gaussian training data and k-means++")->capture_default_str();
   cmd->add_flag("--no-rht", c->no_rht, "scale rows without rotating (the ablation)");
-  cmd->add_option("--threads", c->threads, "threads; 0 = all hardware threads")->capture_default_str();
+  cmd->add_option("--threads", c->threads, "threads; 0 = all hardware threads")->capture_default_str()
+      ->check(thread_count(true));
   cmd->add_flag("--json", c->json, "print one JSON object");
   cmd->callback([c] { report("codec rvq-fit", run_rvq_fit(*c)); });
 }

@@ -153,7 +153,8 @@ void setup_synth_model(CLI::App& root) {
                   "the vocabulary checked against it. There is no default: without it no tokenizer is written\n"
                   "(e.g. pass models/default-moe of the source tree)");
   cmd->add_option("--threads", o->threads, "threads generating values; 0 = all hardware threads")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(thread_count(true));
   cmd->add_flag("--force", o->force,
                 "overwrite a checkpoint already in --out (stale weight and tokenizer files are removed)");
   cmd->add_flag("--json", o->json, "print one JSON object instead of the summary");

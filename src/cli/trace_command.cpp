@@ -141,7 +141,8 @@ void setup_trace(CLI::App& root) {
   rec->add_option("--chunk", ro->chunk, "tokens per prefill forward call")->capture_default_str();
   rec->add_option("--max-tokens", ro->max_tokens, "record at most this many tokens of the text; 0 = all")
       ->capture_default_str();
-  rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str();
+  rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
+      ->check(thread_count(true));
   rec->add_option("--execution", ro->execution,
                   "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
                   "'fused-bf16' the same with the expert inputs rounded to bf16; 'fused-int8' with them\n"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Bad inputs through the binary (issue "Reliability"): each must end with a
+# message and a non-zero status, never an abort (134) or a crash, and the
+# user's source checkpoint must be byte-identical afterwards.
+#   usage: bad_inputs.sh SUBMOE_BINARY SOURCE_DIR
+set -uo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+expect_error() {  # status message-substring command...
+  local want_rc=$1 want=$2; shift 2
+  local out rc=0
+  out=$("$bin" "$@" 2>&1) || rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL $*: status $rc (wanted $want_rc), output: $out (wanted '$want')"; fails=$((fails + 1))
+  else
+    echo "ok   $* -> $rc, $want"
+  fi
+}
+cp -r "$src/tests/fixtures/qwen3_moe" "$work/model"
+calib=$src/tests/fixtures/calib/shakespeare-excerpt.txt
+before=$(cd "$work/model" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+fast=(--calib "$calib" --samples 2 --seq-len 16 --quiet --overwrite)
+
+# compress never writes into, over or around its source, whatever the flags.
+expect_error 2 "is the source checkpoint" compress --model "$work/model" --out "$work/model" "${fast[@]}"
+expect_error 2 "is the source checkpoint" compress --model "$work/model" --out "$work/model/../model/" "${fast[@]}"
+expect_error 2 "is inside the source checkpoint" compress --model "$work/model" --out "$work/model/artifact" "${fast[@]}"
+expect_error 2 "contains the source checkpoint" compress --model "$work/model" --out "$work" "${fast[@]}"
+ln -s "$work/model" "$work/link"
+expect_error 2 "is the source checkpoint" compress --model "$work/link" --out "$work/model" "${fast[@]}"
+expect_error 2 "is the source checkpoint" compress --model "$work/model" --out "$work/link" "${fast[@]}"
+after=$(cd "$work/model" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+if [ "$before" != "$after" ]; then echo "FAIL: the source checkpoint changed"; fails=$((fails + 1)); else echo "ok   source unchanged"; fi
+
+# Absurd thread counts are refused before any thread starts.
+for cmd in "bench gemv --shape 16x16 --iters 1" "codec synth --rows 4 --cols 64" "eval --model $work/model --text $calib"; do
+  # shellcheck disable=SC2086
+  expect_error 105 "--threads: must be an integer in" $cmd --threads 100000000
+done
+expect_error 105 "--threads: must be an integer in" run --model "$work/model" --prompt hi --threads -3
+
+# A directory where a file is expected: a message, not an abort.
+expect_error 1 "Is a directory" trace stats "$work"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
