@@ -1,6 +1,8 @@
 // `submoe run`: generate text from a prompt with a Hugging Face MoE checkpoint or
 // a compressed submoe artifact.
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -33,6 +35,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool ignore_eos = false;
+  bool allow_long_context = false;
   bool json = false;
   std::string trace_out;
 };
@@ -85,6 +88,18 @@ Status run(const RunOptions& o) {
     ids.push_back(*tok.bos_id());
   }
 
+  // The model's context (max_position_embeddings; 0 when config.json has none):
+  // a prompt beyond it is refused, generation stops when it is full, unless
+  // --allow-long-context.
+  const int64_t context = m->config().max_position_embeddings;
+  const bool bounded = context > 0 && !o.allow_long_context;
+  if (bounded && static_cast<int64_t>(ids.size()) > context)
+    return invalid_argument("the prompt has " + std::to_string(ids.size()) + " tokens, beyond the model's context of " +
+                            std::to_string(context) +
+                            " positions (max_position_embeddings); pass --allow-long-context to run it anyway");
+  const int64_t room = bounded ? context - static_cast<int64_t>(ids.size()) : INT64_MAX;
+  const int max_new = static_cast<int>(std::min<int64_t>(o.max_new_tokens, room));
+
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
   ThreadPool pool(threads);
   model::Session session(*m, &pool);
@@ -96,7 +111,8 @@ Status run(const RunOptions& o) {
     });
   }
   auto end_forward = [&]() -> Status { return collector ? collector->end_forward() : Status::ok(); };
-  session.reserve(ids.size() + static_cast<size_t>(o.max_new_tokens));
+  // Up front for what is likely needed; the cache grows by doubling past it.
+  session.reserve(ids.size() + std::min<size_t>(static_cast<size_t>(max_new), size_t{1} << 16));
   model::Sampler sampler(sampling);
   io::DecodeStream stream(tok, /*skip_special_tokens=*/true);
 
@@ -110,7 +126,7 @@ Status run(const RunOptions& o) {
   std::string text;
   bool hit_eos = false;
   const auto t_decode = Clock::now();
-  while (generated < o.max_new_tokens) {
+  while (generated < max_new) {
     const int32_t next = sampler.sample(logits);
     if (!o.ignore_eos && eos.count(next)) {
       hit_eos = true;
@@ -124,13 +140,14 @@ Status run(const RunOptions& o) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
-    if (generated == o.max_new_tokens) break;
+    if (generated == max_new) break;
     const int32_t one[1] = {next};
     SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
     SUBMOE_RETURN_IF_ERROR(end_forward());
     ++decode_steps;
   }
   const double decode_s = seconds_since(t_decode);
+  const char* stop = hit_eos ? "eos" : max_new < o.max_new_tokens ? "context" : "length";
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   if (collector) SUBMOE_RETURN_IF_ERROR(collector->trace().save(o.trace_out));
   if (o.json) {
@@ -140,7 +157,7 @@ Status run(const RunOptions& o) {
                          {"text", text},
                          {"prompt_tokens", ids.size()},
                          {"generated", generated},
-                         {"stop", hit_eos ? "eos" : "length"},
+                         {"stop", stop},
                          {"load_seconds", load_s},
                          {"prefill_seconds", prefill_s},
                          {"prefill_tokens_per_s", rate(static_cast<double>(ids.size()), prefill_s)},
@@ -159,7 +176,7 @@ Status run(const RunOptions& o) {
                "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
                "(%.1f tok/s) | %d generated, stop: %s | %d threads%s%s\n",
                o.m.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
-               decode_steps, decode_s, rate(decode_steps, decode_s), generated, hit_eos ? "eos" : "length", threads,
+               decode_steps, decode_s, rate(decode_steps, decode_s), generated, stop, threads,
                loaded.artifact ? (" | artifact, " + loaded.execution + " experts").c_str() : "",
                offload_summary(loaded).c_str());
   return Status::ok();
@@ -175,8 +192,9 @@ void setup_run(CLI::App& root) {
       "The prompt is tokenized with the checkpoint's tokenizer.json (special tokens added as its\n"
       "post-processor says, e.g. BOS), run as one prefill, then tokens are sampled one at a time with\n"
       "the KV cache. Generated text streams to stdout as it is produced (special tokens skipped);\n"
-      "generation stops after -n tokens or at an EOS token (config.json / generation_config.json\n"
-      "eos_token_id, or the tokenizer's EOS). A summary goes to stderr: load time, prefill and\n"
+      "generation stops after -n tokens, at an EOS token (config.json / generation_config.json\n"
+      "eos_token_id, or the tokenizer's EOS) or when the model's context (max_position_embeddings) is\n"
+      "full; a prompt longer than the context is refused (--allow-long-context lifts both). A summary goes to stderr: load time, prefill and\n"
       "decode tokens/s (decode counts the forward passes after the prompt), stop reason, and for an\n"
       "artifact the execution mode.");
   cmd->add_option("--model", o->m.model,
@@ -196,6 +214,9 @@ void setup_run(CLI::App& root) {
       ->check(thread_count(true));
   add_model_flags(cmd, &o->m);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating through EOS tokens (exactly -n tokens; for benchmarks)");
+  cmd->add_flag("--allow-long-context", o->allow_long_context,
+                "run past the model's context (max_position_embeddings): a longer prompt is accepted and generation "
+                "does not stop when the context is full (quality past the trained length is the model's)");
   cmd->add_option("--trace-out", o->trace_out,
                   "write the routing of the prompt and of every generated token (docs/trace-format.md), e.g.\n"
                   "for `submoe trace simulate`");

@@ -45,4 +45,15 @@ expect_error 105 "--threads: must be an integer in" run --model "$work/model" --
 # A directory where a file is expected: a message, not an abort.
 expect_error 1 "Is a directory" trace stats "$work"
 
+# Generation is bounded by the model's context (256 positions in the fixture):
+# -n beyond it stops at the context (no reservation for ten million tokens), a
+# prompt beyond it is refused, --allow-long-context lifts both.
+out=$("$bin" run --model "$work/model" --prompt hi -n 10000000 --ignore-eos --threads 1 --json 2>&1) || true
+if grep -q '"stop":"context"' <<<"$out" && grep -q '"generated":254' <<<"$out"; then echo "ok   run -n 10000000 stops at the context"
+else echo "FAIL run -n 10000000: $out"; fails=$((fails + 1)); fi
+long=$(printf 'word %.0s' $(seq 1 400))
+expect_error 2 "beyond the model's context of 256 positions" run --model "$work/model" --prompt "$long" -n 1 --threads 1
+out=$("$bin" run --model "$work/model" --prompt "$long" -n 2 --ignore-eos --allow-long-context --threads 1 --json 2>&1) || true
+if grep -q '"generated":2' <<<"$out"; then echo "ok   --allow-long-context"; else echo "FAIL --allow-long-context: $out"; fails=$((fails + 1)); fi
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
