@@ -2,6 +2,7 @@
 // a compressed submoe artifact.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -122,6 +123,16 @@ Status run(const RunOptions& o) {
   SUBMOE_RETURN_IF_ERROR(end_forward());
   const double prefill_s = seconds_since(t_prefill);
 
+  // Non-finite logits (a NaN or infinite weight or activation) stop generation
+  // with an error instead of sampling from garbage.
+  auto check_logits = [&](size_t position) -> Status {
+    for (float v : logits)
+      if (!std::isfinite(v))
+        return numerical_error("run: non-finite logits at position " + std::to_string(position) +
+                               " (a NaN or infinite weight or activation)");
+    return Status::ok();
+  };
+  SUBMOE_RETURN_IF_ERROR(check_logits(ids.size() - 1));
   int generated = 0, decode_steps = 0;
   std::string text;
   bool hit_eos = false;
@@ -144,6 +155,7 @@ Status run(const RunOptions& o) {
     const int32_t one[1] = {next};
     SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
     SUBMOE_RETURN_IF_ERROR(end_forward());
+    SUBMOE_RETURN_IF_ERROR(check_logits(ids.size() + static_cast<size_t>(generated) - 1));
     ++decode_steps;
   }
   const double decode_s = seconds_since(t_decode);

@@ -39,7 +39,12 @@ Result<LossResult> next_token_loss(const model::MoeModel& model, std::span<const
       SUBMOE_RETURN_IF_ERROR(session.forward(win.subspan(c0, n), model::LogitsMode::kAll, &logits));
       // Row i predicts window token c0 + i + 1.
       for (size_t i = 0; i < n && c0 + i + 1 < win.size(); ++i) {
-        total += token_nll(std::span<const float>(logits).subspan(i * V, V), win[c0 + i + 1]);
+        const double nll = token_nll(std::span<const float>(logits).subspan(i * V, V), win[c0 + i + 1]);
+        if (!std::isfinite(nll))
+          return numerical_error("eval: non-finite logits at token " + std::to_string(w * N + c0 + i) +
+                                 " (window " + std::to_string(w) +
+                                 "): a NaN or infinite weight or activation; nothing is averaged over it");
+        total += nll;
         ++r.tokens_scored;
       }
     }
