@@ -1,6 +1,7 @@
 #include "cli/model_loading.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "submoe/runtime/artifact_model.h"
@@ -44,6 +45,8 @@ Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
   runtime::ArtifactModelOptions options;
   SUBMOE_ASSIGN_OR_RETURN(options.execution, runtime::parse_execution_mode(f.execution));
   out.execution = runtime::execution_mode_name(options.execution);
+  if (!(f.offload.expert_cache_mb >= 0) || !std::isfinite(f.offload.expert_cache_mb))  // NaN fails too
+    return invalid_argument("--expert-cache-mb must be a finite number >= 0");
   if (out.artifact && f.offload.expert_cache_mb > 0) {
     SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(f.model));
     SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
@@ -51,7 +54,6 @@ Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
     SUBMOE_ASSIGN_OR_RETURN(out.model,
                             offload::load_artifact_model_offloaded(a, oo, options.execution, &out.offload));
   } else {
-    if (f.offload.expert_cache_mb < 0) return invalid_argument("--expert-cache-mb must be >= 0");
     if (!out.artifact && f.offload.expert_cache_mb > 0)
       return invalid_argument("--expert-cache-mb applies to compressed artifacts (submoe compress) only");
     SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_model_or_artifact(f.model, options));

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "submoe/core/memory_usage.h"
 #include "submoe/offload/routing_trace.h"
 #include "submoe/runtime/artifact_model.h"
 
@@ -90,6 +91,13 @@ Result<OffloadOptions> offload_options_from_flags(const OffloadFlags& flags, int
   OffloadOptions o;
   if (!(flags.expert_cache_mb >= 0) || !std::isfinite(flags.expert_cache_mb))
     return invalid_argument("--expert-cache-mb must be a finite number >= 0");
+  // A DRAM cache larger than the machine's memory cannot be held (and a huge
+  // number would wrap when converted to bytes).
+  const double ram_mb = static_cast<double>(physical_memory_bytes()) / (1024.0 * 1024.0);
+  if (ram_mb > 0 && flags.expert_cache_mb > ram_mb)
+    return invalid_argument("--expert-cache-mb " + std::to_string(flags.expert_cache_mb) +
+                            " exceeds this machine's memory (" + std::to_string(static_cast<uint64_t>(ram_mb)) +
+                            " MB)");
   o.budget_bytes = static_cast<uint64_t>(flags.expert_cache_mb * 1024.0 * 1024.0);
   auto policy = parse_cache_policy(flags.cache_policy);
   if (!policy.is_ok()) return policy.status().with_context("--cache-policy");

@@ -103,7 +103,7 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
     return invalid_argument("popularity profile has " + std::to_string(options.popularity.size()) +
                             " slots, the trace " + std::to_string(num_slots));
   }
-  if (options.hybrid_pinned_fraction < 0.0 || options.hybrid_pinned_fraction > 1.0) {
+  if (!(options.hybrid_pinned_fraction >= 0.0 && options.hybrid_pinned_fraction <= 1.0)) {  // NaN fails too
     return invalid_argument("hybrid pinned fraction must be within [0, 1]");
   }
   const std::vector<Slot> seq = access_sequence(trace);

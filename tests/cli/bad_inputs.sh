@@ -72,4 +72,13 @@ PY
 expect_error 1 "non-finite logits" eval --model "$work/nan" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
 expect_error 1 "non-finite logits" run --model "$work/nan" --prompt "To be" -n 4 --threads 1
 
+# NaN and absurd numbers in float options are refused, not wrapped.
+"$bin" trace record --model "$work/model" --text "$calib" --out "$work/t.trace" --max-tokens 64 --threads 1 >/dev/null 2>&1 ||
+  { echo "FAIL trace record"; fails=$((fails + 1)); }
+expect_error 2 "hybrid pinned fraction must be within [0, 1]" trace simulate "$work/t.trace" --policy hybrid --capacity 0.5 --hybrid-pinned nan
+expect_error 2 "hybrid pinned fraction must be within [0, 1]" trace simulate "$work/t.trace" --policy hybrid --capacity 0.5 --hybrid-pinned 1.5
+"$bin" compress --model "$work/model" --out "$work/art" "${fast[@]}" >/dev/null 2>&1 || { echo "FAIL compress"; fails=$((fails + 1)); }
+expect_error 2 "exceeds this machine's memory" eval --model "$work/art" --text "$calib" --ctx 32 --max-tokens 64 --expert-cache-mb 1e15
+expect_error 2 "--expert-cache-mb must be a finite number >= 0" eval --model "$work/art" --text "$calib" --ctx 32 --expert-cache-mb nan
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
