@@ -340,6 +340,16 @@ Status require_positive(const Fields& f, const char* key, int64_t v) {
   return Status::ok();
 }
 
+// Sizes no model has: every count the model code loops over or allocates by
+// is bounded before anything is sized by it (a corrupt or hostile config.json
+// must fail here, not in an allocation or a loop of 2^40 iterations). The
+// largest real values are far below: 61-128 layers, 384 experts, 256 K vocab,
+// 1 M positions.
+Status require_at_most(const Fields& f, const char* key, int64_t v, int64_t most) {
+  if (v > most) return f.error(key, "is " + std::to_string(v) + ", beyond any model (at most " + std::to_string(most) + ")");
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string_view architecture_model_type(Architecture arch) {
@@ -516,6 +526,11 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "num_hidden_layers", c.num_hidden_layers));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "num_key_value_heads", c.num_key_value_heads));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "max_position_embeddings", c.max_position_embeddings));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_hidden_layers", c.num_hidden_layers, int64_t{1} << 12));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "vocab_size", c.vocab_size, int64_t{1} << 24));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "hidden_size", c.hidden_size, int64_t{1} << 20));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_experts", c.num_experts, int64_t{1} << 20));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "max_position_embeddings", c.max_position_embeddings, int64_t{1} << 26));
   if (c.head_dim <= 0) return f.error("head_dim", "must be positive, got " + std::to_string(c.head_dim));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     return f.error("num_key_value_heads", "(" + std::to_string(c.num_key_value_heads) +
@@ -538,7 +553,7 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
   if (arch == Architecture::kQwen2Moe && c.shared_expert_intermediate_size < 0)
     return f.error("shared_expert_intermediate_size", "must not be negative");
   bool any_dense = false;
-  for (int i = 0; i < c.num_hidden_layers; ++i) any_dense = any_dense || !c.is_moe_layer(i);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) any_dense = any_dense || !c.is_moe_layer(static_cast<int>(i));
   if (any_dense) SUBMOE_RETURN_IF_ERROR(require_positive(f, "intermediate_size", c.intermediate_size));
   if (!c.layer_types.empty()) {
     if (static_cast<int64_t>(c.layer_types.size()) != c.num_hidden_layers)

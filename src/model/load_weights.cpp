@@ -1,5 +1,7 @@
 // Dense weights from a Hugging Face checkpoint (hub tensor names, doc §2-§5).
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "submoe/model/model_weights.h"
 
@@ -215,6 +217,24 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
   } else {
     SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", V, H));
   }
+  // Checkpoint and config must agree on the layers: more in the checkpoint
+  // would be dropped without a word, fewer (or an absurd count) fail here,
+  // before anything is sized by the config's number.
+  int64_t present = 0;
+  for (const io::TensorView* t : tensors->tensors()) {
+    constexpr std::string_view kPrefix = "model.layers.";
+    if (t->name.rfind(kPrefix, 0) != 0) continue;
+    int64_t index = 0;
+    size_t i = kPrefix.size();
+    for (; i < t->name.size() && t->name[i] >= '0' && t->name[i] <= '9' && index < (int64_t{1} << 40); ++i)
+      index = index * 10 + (t->name[i] - '0');
+    if (i > kPrefix.size()) present = std::max(present, index + 1);
+  }
+  if (present != c.num_hidden_layers)
+    return corrupt_data("config.json num_hidden_layers is " + std::to_string(c.num_hidden_layers) +
+                        " but the checkpoint's tensors cover " + std::to_string(present) +
+                        " layers (model.layers.0 .. " + std::to_string(present - 1) + "): config and checkpoint must " +
+                        "agree" + (present > c.num_hidden_layers ? " (the extra layers would be dropped silently)" : ""));
   const size_t L = static_cast<size_t>(c.num_hidden_layers);
   w.layers.resize(L);
   std::vector<std::vector<ResidentExpertProvider::Expert>> experts(L);

@@ -81,4 +81,18 @@ expect_error 2 "hybrid pinned fraction must be within [0, 1]" trace simulate "$w
 expect_error 2 "exceeds this machine's memory" eval --model "$work/art" --text "$calib" --ctx 32 --max-tokens 64 --expert-cache-mb 1e15
 expect_error 2 "--expert-cache-mb must be a finite number >= 0" eval --model "$work/art" --text "$calib" --ctx 32 --expert-cache-mb nan
 
+# config.json and the checkpoint must agree on the layers; absurd counts fail fast.
+for layers in 1 3 2147483648 1099511627776; do
+  cp -r "$work/model" "$work/layers$layers"
+  python3 - "$work/layers$layers/config.json" "$layers" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c['num_hidden_layers'] = int(sys.argv[2]); json.dump(c, open(sys.argv[1], 'w'))
+PY
+  case $layers in
+    1|3) want="config and checkpoint must agree" rc=1 ;;
+    *) want="beyond any model (at most 4096)" rc=2 ;;
+  esac
+  expect_error "$rc" "$want" eval --model "$work/layers$layers" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
+done
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
