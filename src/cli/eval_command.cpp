@@ -37,7 +37,7 @@ Status run_eval(const EvalOptions& o) {
   const std::unique_ptr<model::MoeModel>& m = loaded.model;
   const bool artifact = loaded.artifact;
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
-  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_file_to_string(o.text));
+  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(o.text));
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int32_t> ids = tok.encode(text, /*add_special_tokens=*/false);
   const double tokenize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -144,6 +145,46 @@ Status write_file_atomic(const std::string& path, std::string_view contents, boo
   SUBMOE_ASSIGN_OR_RETURN(auto writer, AtomicFileWriter::create(path, fsync));
   SUBMOE_RETURN_IF_ERROR(writer->write(contents));
   return writer->commit();
+}
+
+size_t first_invalid_utf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c == 0) return i;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  SUBMOE_ASSIGN_OR_RETURN(std::string text, read_file_to_string(path));
+  const size_t bad = first_invalid_utf8(text);
+  if (bad != std::string_view::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+    return invalid_argument("'" + path + "' is not UTF-8 text: byte " + byte + " at offset " + std::to_string(bad) +
+                            (text[bad] == '\0' ? " is NUL" : " starts no valid character") + " (a binary file?)");
+  }
+  return text;
 }
 
 }  // namespace submoe::io

@@ -95,4 +95,11 @@ PY
   expect_error "$rc" "$want" eval --model "$work/layers$layers" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
 done
 
+# Binary text is refused where text is read (calibration, evaluation, traces).
+head -c 4096 /dev/urandom >"$work/binary.txt"
+printf 'valid start \x00 then NUL' >"$work/nul.txt"
+expect_error 2 "is not UTF-8 text" compress --model "$work/model" --out "$work/a2" --calib "$work/binary.txt" --samples 2 --seq-len 16 --quiet
+expect_error 2 "is NUL" eval --model "$work/model" --text "$work/nul.txt" --threads 1
+expect_error 2 "is not UTF-8 text" trace record --model "$work/model" --text "$work/binary.txt" --out "$work/b.trace" --threads 1
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

@@ -16,6 +16,16 @@ namespace submoe::io {
 // Reads a whole file (kNotFound when it does not exist, kIoError otherwise).
 Result<std::string> read_file_to_string(const std::string& path);
 
+// Reads a text file (calibration and evaluation text): the bytes must be
+// UTF-8 without NUL bytes; a binary or mis-encoded file is kInvalidArgument
+// naming the offset of the first bad byte (it would otherwise be tokenized
+// into byte tokens and silently scored or calibrated on).
+Result<std::string> read_text_file(const std::string& path);
+// Offset of the first byte that breaks strict UTF-8 (overlong forms,
+// surrogates and code points above U+10FFFF included) or is NUL; npos when
+// the text is valid.
+size_t first_invalid_utf8(std::string_view text);
+
 // Streams bytes into `path.tmp`; commit() flushes, fsyncs (optional), renames it
 // over `path` and fsyncs the directory. Destroying an uncommitted writer removes
 // the temporary file and leaves `path` untouched.
