@@ -84,12 +84,7 @@ Status check_args(const RvqGemvKernels& k, const RvqPanelView& w, const Activati
   if (x.batch < 1 || x.batch > kMaxKernelBatch)
     return invalid_argument("gemm_rvq: batch " + std::to_string(x.batch) + " outside 1.." +
                             std::to_string(kMaxKernelBatch));
-  if (w.rows == 0 || w.cols == 0 || w.cols % rvq::kRvqDim != 0)
-    return invalid_argument("gemm_rvq: shape " + std::to_string(w.rows) + "x" + std::to_string(w.cols) +
-                            " (cols must be a positive multiple of 16)");
-  if (w.stages < 1 || w.stages > rvq::kRvqMaxStages)
-    return invalid_argument("gemm_rvq: stages " + std::to_string(w.stages) + " outside 1.." +
-                            std::to_string(rvq::kRvqMaxStages));
+  SUBMOE_RETURN_IF_ERROR(check_rvq_shape("gemm_rvq", w.rows, w.cols, w.stages));
   if (w.panels == nullptr || w.scales == nullptr || w.codebooks == nullptr)
     return invalid_argument("gemm_rvq: packed matrix has null arrays");
   if (y.data == nullptr) return invalid_argument("gemm_rvq: null output");

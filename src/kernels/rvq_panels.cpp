@@ -5,13 +5,18 @@
 
 namespace submoe::kernels {
 
-Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
-  if (v.rows == 0 || v.cols == 0 || v.cols % rvq::kRvqDim != 0)
-    return invalid_argument("rvq panels: shape " + std::to_string(v.rows) + "x" + std::to_string(v.cols) +
+Status check_rvq_shape(const char* who, uint32_t rows, uint32_t cols, uint32_t stages) {
+  if (rows == 0 || cols == 0 || cols % rvq::kRvqDim != 0)
+    return invalid_argument(std::string(who) + ": shape " + std::to_string(rows) + "x" + std::to_string(cols) +
                             " (cols must be a positive multiple of 16)");
-  if (v.stages < 1 || v.stages > rvq::kRvqMaxStages)
-    return invalid_argument("rvq panels: stages " + std::to_string(v.stages) + " outside 1.." +
+  if (stages < 1 || stages > rvq::kRvqMaxStages)
+    return invalid_argument(std::string(who) + ": stages " + std::to_string(stages) + " outside 1.." +
                             std::to_string(rvq::kRvqMaxStages));
+  return Status::ok();
+}
+
+Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
+  SUBMOE_RETURN_IF_ERROR(check_rvq_shape("rvq panels", v.rows, v.cols, v.stages));
   if (v.codes == nullptr || v.scales == nullptr || v.codebooks == nullptr)
     return invalid_argument("rvq panels: matrix has null arrays");
   RvqPanels p;

@@ -89,6 +89,10 @@ struct RvqPanelView {
   }
 };
 
+// kInvalidArgument prefixed by `who` unless rows >= 1, cols a positive multiple
+// of 16 and stages in 1..kRvqMaxStages.
+Status check_rvq_shape(const char* who, uint32_t rows, uint32_t cols, uint32_t stages);
+
 // Owning copy of a matrix's codes in the execution layout; scales and
 // codebooks stay where the source view points (the caller keeps them alive).
 class RvqPanels {
