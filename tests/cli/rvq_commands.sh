@@ -32,9 +32,9 @@ expect_error "--bits must be a multiple of 0.5" codec rvq-synth --bits 4.5
 expect_error "--cols must be a positive multiple of 16" codec rvq-synth --bits 2 --cols 40
 fast_rvq=(--repr-opt train_vectors=4096 --repr-opt iters=3)
 expect_keys repr bits_per_weight ratio_vs_bf16 compressed -- \
-  bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x64 --iters 2 --min-matrices 2 --threads 1 --json
+  bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x64 --iters 2 --min-matrices 2 --llc-factor 0 --threads 1 --json
 expect_keys repr bits_per_weight ratio_vs_bf16 compressed_batch1 per_token_ratio_vs_batch1 -- \
-  bench gemv --repr int --bits 4 --group-size 32 --shape 64x64 --batch 3 --iters 2 --min-matrices 2 --json
+  bench gemv --repr int --bits 4 --group-size 32 --shape 64x64 --batch 3 --iters 2 --min-matrices 2 --llc-factor 0 --json
 expect_error "rvq --bits must be 0.5 to 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25 "${fast_rvq[@]}" --shape 64x64
 expect_error "multiple of 16" bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x40
 expect_error "unknown representation 'nf4' (registered: ternary_dict, int, rvq)" bench gemv --repr nf4
