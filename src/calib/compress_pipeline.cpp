@@ -197,6 +197,11 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   const io::MoeModelConfig& c = model->config();
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tokenizer, io::Tokenizer::load(o.model_dir + "/tokenizer.json"));
   SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, make_calibration_set(o.calib_path, tokenizer, o.samples, o.seq_len));
+  if (o.require_samples && set.samples < o.samples)
+    return invalid_argument("the calibration text '" + o.calib_path + "' holds " + std::to_string(set.windows) +
+                            " windows of " + std::to_string(o.seq_len) + " tokens, fewer than --samples " +
+                            std::to_string(o.samples) + ": ask for at most " + std::to_string(set.windows) +
+                            ", use a shorter --seq-len or a longer text");
   SUBMOE_ASSIGN_OR_RETURN(auto source, io::SafetensorsModel::open(o.model_dir));
   SUBMOE_ASSIGN_OR_RETURN(std::string source_hash, checkpoint_hash(o.model_dir, *source));
   const size_t H = static_cast<size_t>(c.hidden_size), L = static_cast<size_t>(c.num_hidden_layers);

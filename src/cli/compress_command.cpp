@@ -20,7 +20,7 @@ struct CompressCli {
   double bits = 0, dict_p0 = 0;
   uint32_t group_size = 0;
   CLI::Option *method_opt = nullptr, *grid_opt = nullptr, *repr_opt = nullptr, *bits_opt = nullptr, *group_opt = nullptr,
-              *code_opt = nullptr, *p0_opt = nullptr;
+              *code_opt = nullptr, *p0_opt = nullptr, *samples_opt = nullptr;
   std::vector<int32_t> mask_ids;
   bool no_default_mask = false;
   std::vector<std::string> repr_opts;
@@ -146,6 +146,7 @@ Status run_compress(CompressCli& c) {
     return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
   SUBMOE_ASSIGN_OR_RETURN(c.o.repr, repr_options(c));
   SUBMOE_ASSIGN_OR_RETURN(c.o.alloc, calib::parse_rate_alloc(c.alloc));
+  c.o.require_samples = c.samples_opt != nullptr && c.samples_opt->count() > 0;
   if (c.no_ldl) {
     // Error feedback off: every block rounded from its own values (RTN on the
     // representation's code), the seed's "no LDL" ablation.
@@ -213,8 +214,11 @@ void setup(CLI::App& root) {
                                 "ternary_dict: dictionary code, qmoe (research-compatible, default) or tunstall");
   c->p0_opt = cmd->add_option("--dict-p0", c->dict_p0,
                               "ternary_dict: zero probability the dictionary is built for (default 0.885)");
-  cmd->add_option("--samples", c->o.samples, "calibration samples (windows of --seq-len tokens, evenly spread)")
-      ->capture_default_str();
+  c->samples_opt = cmd->add_option("--samples", c->o.samples,
+                                   "calibration samples (windows of --seq-len tokens, evenly spread); given "
+                                   "explicitly, a text with fewer windows is an error (by default every window "
+                                   "is used when there are fewer)")
+                       ->capture_default_str();
   cmd->add_option("--seq-len", c->o.seq_len, "tokens per calibration sample")->capture_default_str();
   cmd->add_option("--damp", c->o.damp, "GPTQ dampening, as a fraction of mean(diag H)")->capture_default_str();
   cmd->add_option("--expert-group", c->o.expert_group, "experts quantized together as one batched computation")

@@ -102,4 +102,7 @@ expect_error 2 "is not UTF-8 text" compress --model "$work/model" --out "$work/a
 expect_error 2 "is NUL" eval --model "$work/model" --text "$work/nul.txt" --threads 1
 expect_error 2 "is not UTF-8 text" trace record --model "$work/model" --text "$work/binary.txt" --out "$work/b.trace" --threads 1
 
+# --samples given explicitly must be honoured or refused; by default every window is used.
+expect_error 2 "fewer than --samples 100000" compress --model "$work/model" --out "$work/a3" --calib "$calib" --samples 100000 --seq-len 16 --quiet
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

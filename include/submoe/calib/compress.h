@@ -44,6 +44,7 @@ struct CompressOptions {
   RateAlloc alloc = RateAlloc::kUniform;
   std::string popularity_path;
   size_t samples = 128;
+  bool require_samples = false;  // fewer windows than `samples` in the text is an error (--samples given)
   size_t seq_len = 256;
   double damp = 0.1;
   size_t expert_group = 16;
