@@ -157,6 +157,39 @@ Result<std::vector<float>> to_f32(const TensorView& t) {
   return out;
 }
 
+namespace {
+
+// Index of the first element whose exponent bits are all ones (NaN or
+// infinity) among n little-endian words of type U, or n.
+template <typename U>
+size_t first_all_ones_exponent(const uint8_t* p, size_t n, U exponent_mask) {
+  for (size_t i = 0; i < n; ++i) {
+    U v;
+    std::memcpy(&v, p + i * sizeof(U), sizeof(U));
+    if ((v & exponent_mask) == exponent_mask) return i;
+  }
+  return n;
+}
+
+}  // namespace
+
+Status check_finite(const TensorView& t) {
+  const int64_t n64 = t.numel();
+  if (n64 <= 0 || t.data == nullptr) return Status::ok();
+  const size_t n = static_cast<size_t>(n64);
+  size_t bad = n;
+  switch (t.dtype) {
+    case DType::kF32: bad = first_all_ones_exponent<uint32_t>(t.data, n, 0x7f800000u); break;
+    case DType::kBF16: bad = first_all_ones_exponent<uint16_t>(t.data, n, 0x7f80u); break;
+    case DType::kF16: bad = first_all_ones_exponent<uint16_t>(t.data, n, 0x7c00u); break;
+    case DType::kF64: bad = first_all_ones_exponent<uint64_t>(t.data, n, 0x7ff0000000000000ull); break;
+    default: return Status::ok();
+  }
+  if (bad == n) return Status::ok();
+  return numerical_error("tensor '" + t.name + "' holds a NaN or infinite value at element " + std::to_string(bad) +
+                         " (of " + std::to_string(n) + ")");
+}
+
 Result<std::vector<bf16_t>> to_bf16(const TensorView& t) {
   const int64_t n = t.numel();
   if (n < 0) return invalid_argument("tensor '" + t.name + "': negative numel");

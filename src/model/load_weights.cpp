@@ -29,6 +29,9 @@ class TensorSource {
     if (!std::equal(t->shape.begin(), t->shape.end(), dims.begin(), dims.end()))
       return invalid_argument("tensor '" + name + "' has shape " + t->shape_string() + ", the config implies " +
                               shape_of(dims));
+    // Numerical faults are reported at load, naming the tensor, not averaged
+    // into a loss or sampled from later.
+    SUBMOE_RETURN_IF_ERROR(io::check_finite(*t));
     return t;
   }
   bool has(const std::string& name) const { return m_.find(name) != nullptr; }

@@ -56,7 +56,7 @@ expect_error 2 "beyond the model's context of 256 positions" run --model "$work/
 out=$("$bin" run --model "$work/model" --prompt "$long" -n 2 --ignore-eos --allow-long-context --threads 1 --json 2>&1) || true
 if grep -q '"generated":2' <<<"$out"; then echo "ok   --allow-long-context"; else echo "FAIL --allow-long-context: $out"; fails=$((fails + 1)); fi
 
-# A NaN weight is reported, not averaged: eval and run stop with an error.
+# A NaN weight is reported at load, naming the tensor: eval and run stop with an error.
 cp -r "$work/model" "$work/nan"
 python3 - "$work/nan/model.safetensors" <<'PY'
 import json, struct, sys
@@ -69,8 +69,8 @@ with open(path, 'r+b') as f:
     f.seek(8 + n + t['data_offsets'][0] + 4 * 5)
     f.write(struct.pack('<f', float('nan')))
 PY
-expect_error 1 "non-finite logits" eval --model "$work/nan" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
-expect_error 1 "non-finite logits" run --model "$work/nan" --prompt "To be" -n 4 --threads 1
+expect_error 1 "tensor 'model.layers.0.self_attn.q_proj.weight' holds a NaN or infinite value at element 5" eval --model "$work/nan" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
+expect_error 1 "tensor 'model.layers.0.self_attn.q_proj.weight' holds a NaN or infinite value" run --model "$work/nan" --prompt "To be" -n 4 --threads 1
 
 # NaN and absurd numbers in float options are refused, not wrapped.
 "$bin" trace record --model "$work/model" --text "$calib" --out "$work/t.trace" --max-tokens 64 --threads 1 >/dev/null 2>&1 ||
