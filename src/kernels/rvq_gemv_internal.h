@@ -121,58 +121,44 @@ struct VecF32x1Fma : VecF32x1 {
   static T fma(T a, T b, T c) { return std::fma(a, b, c); }
 };
 
-// The one-token f32 entries of groups [g0, g1), every stage: block
-// i = g * S + s, T[i][c] = codebook[s][c] . x_g, each entry as 16 FMAs in
-// ascending j from 0 (the same operations on every ISA). Stage by stage, so
-// the stage's transposed codebook (cbt[s][j][c], 16 KiB) stays in L1 while
-// every group of the range reads it; two groups share each codebook load.
-template <class V>
-inline void build_tp1_groups(const RvqGemmArgs& a, uint32_t g0, uint32_t g1) {
+// Stage s's entries of G consecutive groups from g: T[g * S + s][c] =
+// codebook[s][c] . x_g, each entry as 16 FMAs in ascending j from 0 (the same
+// operations on every ISA); each codebook load feeds all G groups.
+template <class V, int G>
+inline void build_tp1_stage(const RvqGemmArgs& a, uint32_t s, uint32_t g) {
   constexpr int W = V::kWidth;
   constexpr int K = 4;  // vectors of entries per pass
   static_assert(kRvqEntries % (K * W) == 0);
   const uint32_t S = a.w.stages;
-  auto finish = [](const typename V::T& v, float* dst) { V::store(dst, v); };
-  for (uint32_t s = 0; s < S; ++s) {
-    const float* cbt = a.cbt + static_cast<size_t>(s) * rvq::kRvqCodebookFloats;
+  const float* cbt = a.cbt + static_cast<size_t>(s) * rvq::kRvqCodebookFloats;
+  for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
+    typename V::T acc[G][K];
+    for (int n = 0; n < G; ++n)
+      for (int k = 0; k < K; ++k) acc[n][k] = V::zero();
+    for (uint32_t j = 0; j < kRvqDim; ++j) {
+      typename V::T b[G];
+      for (int n = 0; n < G; ++n) b[n] = V::bcast(a.xs + static_cast<size_t>(g + n) * kRvqDim + j);
+      const float* row = cbt + j * kRvqEntries + q;
+      for (int k = 0; k < K; ++k) {
+        const typename V::T c = V::load(row + k * W);
+        for (int n = 0; n < G; ++n) acc[n][k] = V::fma(b[n], c, acc[n][k]);
+      }
+    }
+    for (int n = 0; n < G; ++n)
+      for (int k = 0; k < K; ++k)
+        V::store(a.table + static_cast<size_t>((g + n) * S + s) * kRvqEntries + q + k * W, acc[n][k]);
+  }
+}
+
+// The one-token f32 entries of groups [g0, g1), every stage. Stage by stage,
+// so the stage's transposed codebook (cbt[s][j][c], 16 KiB) stays in L1 while
+// every group of the range reads it; two groups share each codebook load.
+template <class V>
+inline void build_tp1_groups(const RvqGemmArgs& a, uint32_t g0, uint32_t g1) {
+  for (uint32_t s = 0; s < a.w.stages; ++s) {
     uint32_t g = g0;
-    for (; g + 2 <= g1; g += 2) {
-      const float* x0 = a.xs + static_cast<size_t>(g) * kRvqDim;
-      const float* x1 = x0 + kRvqDim;
-      float* t0 = a.table + static_cast<size_t>(g * S + s) * kRvqEntries;
-      float* t1 = a.table + static_cast<size_t>((g + 1) * S + s) * kRvqEntries;
-      for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
-        typename V::T acc0[K], acc1[K];
-        for (int k = 0; k < K; ++k) acc0[k] = acc1[k] = V::zero();
-        for (uint32_t j = 0; j < kRvqDim; ++j) {
-          const typename V::T b0 = V::bcast(x0 + j), b1 = V::bcast(x1 + j);
-          const float* row = cbt + j * kRvqEntries + q;
-          for (int k = 0; k < K; ++k) {
-            const typename V::T c = V::load(row + k * W);
-            acc0[k] = V::fma(b0, c, acc0[k]);
-            acc1[k] = V::fma(b1, c, acc1[k]);
-          }
-        }
-        for (int k = 0; k < K; ++k) {
-          finish(acc0[k], t0 + q + k * W);
-          finish(acc1[k], t1 + q + k * W);
-        }
-      }
-    }
-    if (g < g1) {
-      const float* x0 = a.xs + static_cast<size_t>(g) * kRvqDim;
-      float* t0 = a.table + static_cast<size_t>(g * S + s) * kRvqEntries;
-      for (uint32_t q = 0; q < kRvqEntries; q += K * W) {
-        typename V::T acc0[K];
-        for (int k = 0; k < K; ++k) acc0[k] = V::zero();
-        for (uint32_t j = 0; j < kRvqDim; ++j) {
-          const typename V::T b0 = V::bcast(x0 + j);
-          const float* row = cbt + j * kRvqEntries + q;
-          for (int k = 0; k < K; ++k) acc0[k] = V::fma(b0, V::load(row + k * W), acc0[k]);
-        }
-        for (int k = 0; k < K; ++k) finish(acc0[k], t0 + q + k * W);
-      }
-    }
+    for (; g + 2 <= g1; g += 2) build_tp1_stage<V, 2>(a, s, g);
+    if (g < g1) build_tp1_stage<V, 1>(a, s, g);
   }
 }
 
