@@ -100,18 +100,6 @@ Status check_args(const RvqGemvKernels& k, const RvqPanelView& w, const Activati
   return Status::ok();
 }
 
-// cbt[s][j][c] = codebook[s][c][j]: the one-token table build broadcasts x_j
-// into 8-16 consecutive entries. S x 4096 floats per call (a few microseconds,
-// next to the table build's S x cols x 256 multiply-adds).
-void transpose_codebooks(const RvqPanelView& w, float* cbt) {
-  for (uint32_t s = 0; s < w.stages; ++s) {
-    const float* cb = w.codebook(s);
-    float* dst = cbt + size_t{s} * rvq::kRvqCodebookFloats;
-    for (uint32_t c = 0; c < rvq::kRvqEntries; ++c)
-      for (uint32_t j = 0; j < rvq::kRvqDim; ++j) dst[j * rvq::kRvqEntries + c] = cb[c * rvq::kRvqDim + j];
-  }
-}
-
 // Table blocks of one slab, or tiles of a batch-1 table: split across the
 // pool when there are enough.
 void build_table(RvqBuildFn fn, const RvqGemmArgs& a, uint32_t units, size_t grain, ThreadPool* pool) {
@@ -193,8 +181,10 @@ Status gemm_rvq(const RvqGemvKernels& kernels, const RvqPanelView& w, const Acti
   a.part = base + l.part;
   a.y_stride = y.stride;
   if (x.batch == 1) {
-    transpose_codebooks(w, base + l.cbt);
-    a.cbt = base + l.cbt;
+    // The codebooks transposed once per matrix when the caller keeps them
+    // (RvqLinearOp does); else here, S x 4096 floats (~7 us at 4 stages).
+    if (w.codebooks_t == nullptr) transpose_rvq_codebooks(w.codebooks, w.stages, base + l.cbt);
+    a.cbt = w.codebooks_t != nullptr ? w.codebooks_t : base + l.cbt;
     a.xs = xs;
     a.tokens = 1;
     a.token_pad = 1;

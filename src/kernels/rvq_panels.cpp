@@ -15,7 +15,16 @@ Status check_rvq_shape(const char* who, uint32_t rows, uint32_t cols, uint32_t s
   return Status::ok();
 }
 
-Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
+void transpose_rvq_codebooks(const float* codebooks, uint32_t stages, float* out) {
+  for (uint32_t s = 0; s < stages; ++s) {
+    const float* cb = codebooks + size_t{s} * rvq::kRvqCodebookFloats;
+    float* dst = out + size_t{s} * rvq::kRvqCodebookFloats;
+    for (uint32_t c = 0; c < rvq::kRvqEntries; ++c)
+      for (uint32_t j = 0; j < rvq::kRvqDim; ++j) dst[j * rvq::kRvqEntries + c] = cb[c * rvq::kRvqDim + j];
+  }
+}
+
+Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v, const float* codebooks_t) {
   SUBMOE_RETURN_IF_ERROR(check_rvq_shape("rvq panels", v.rows, v.cols, v.stages));
   if (v.codes == nullptr || v.scales == nullptr || v.codebooks == nullptr)
     return invalid_argument("rvq panels: matrix has null arrays");
@@ -25,6 +34,7 @@ Result<RvqPanels> RvqPanels::pack(const rvq::RvqView& v) {
   p.stages_ = v.stages;
   p.scales_ = v.scales;
   p.codebooks_ = v.codebooks;
+  p.codebooks_t_ = codebooks_t;
   p.bytes_.reset(rvq_panel_bytes(v.rows, v.cols, v.stages), /*zero=*/true);
   const RvqPanelView pv = p.view();
   for (uint32_t sp = 0; sp < pv.spans(); ++sp) {

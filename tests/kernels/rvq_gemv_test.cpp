@@ -438,6 +438,28 @@ TEST(RvqGemv, NonFiniteActivationsGiveNaNNotAFiniteWrongNumber) {
   }
 }
 
+TEST(RvqGemv, CallerTransposedCodebooksGiveTheSameBits) {
+  // RvqLinearOp hands the kernels codebooks transposed once per codec; the
+  // result must equal the call's own transposition bit for bit.
+  const RvqTestMatrix m = make_rvq_matrix(37, 1040, 3, Data::kRandom, 81);
+  std::vector<float> cbt(m.codebooks.size());
+  transpose_rvq_codebooks(m.codebooks.data(), m.stages, cbt.data());
+  Result<RvqPanels> with_t = RvqPanels::pack(m.view(), cbt.data());
+  ASSERT_TRUE(with_t.is_ok());
+  EXPECT_EQ(with_t->view().codebooks_t, cbt.data());
+  const RvqPanels without = panels_of(m);
+  const std::vector<float> x = testing::random_activations(1, 1040, 1040, 9);
+  for (Isa isa : testing::supported_isas()) {
+    const RvqGemvKernels& k = rvq_gemv_kernels(isa);
+    std::vector<float> ws(rvq_gemm_workspace_floats(k, 37, 1040, 3, 1)), y0(37), y1(37);
+    const ActivationsView xv = ActivationsView::f32(x.data(), 1, 1040);
+    ASSERT_TRUE(gemm_rvq(k, without.view(), xv, OutputView{y0.data(), 37}, ws, nullptr).is_ok());
+    std::fill(ws.begin(), ws.end(), std::nanf(""));  // nothing may come from a previous call's workspace
+    ASSERT_TRUE(gemm_rvq(k, with_t->view(), xv, OutputView{y1.data(), 37}, ws, nullptr).is_ok());
+    EXPECT_EQ(y0, y1) << isa_name(isa);
+  }
+}
+
 TEST(RvqGemv, RejectsBadArguments) {
   const RvqTestMatrix m = make_rvq_matrix(4, 32, 2, Data::kRandom, 3);
   const RvqPanels pm = panels_of(m);

@@ -64,6 +64,9 @@ struct RvqPanelView {
   const uint8_t* panels = nullptr;    // rvq_panel_bytes(rows, cols, stages)
   const uint16_t* scales = nullptr;   // rows, f16 bits
   const float* codebooks = nullptr;   // >= stages * rvq::kRvqCodebookFloats
+  // Optional: the same codebooks transposed, stages x [16][256] (transpose_rvq_codebooks);
+  // null = each batch-1 call transposes them into its workspace.
+  const float* codebooks_t = nullptr;
 
   uint32_t groups() const { return rvq::rvq_groups(cols); }
   uint32_t blocks() const { return rvq_blocks(cols, stages); }
@@ -89,6 +92,10 @@ struct RvqPanelView {
   }
 };
 
+// out[s][j][c] = codebooks[s][c][j] for stages s < `stages` (the layout the
+// batch-1 table build broadcasts x_j against).
+void transpose_rvq_codebooks(const float* codebooks, uint32_t stages, float* out);
+
 // kInvalidArgument prefixed by `who` unless rows >= 1, cols a positive multiple
 // of 16 and stages in 1..kRvqMaxStages.
 Status check_rvq_shape(const char* who, uint32_t rows, uint32_t cols, uint32_t stages);
@@ -99,11 +106,12 @@ class RvqPanels {
  public:
   RvqPanels() = default;
   // Repacks v's codes (v must be a valid matrix: rvq::validate_rvq).
+  // `codebooks_t`, when given, is v's codebooks transposed (kept by the caller).
   // Errors: a malformed shape (rows 0, cols not a positive multiple of 16,
   // stages outside 1..8, null arrays).
-  static Result<RvqPanels> pack(const rvq::RvqView& v);
+  static Result<RvqPanels> pack(const rvq::RvqView& v, const float* codebooks_t = nullptr);
 
-  RvqPanelView view() const { return {rows_, cols_, stages_, bytes_.data(), scales_, codebooks_}; }
+  RvqPanelView view() const { return {rows_, cols_, stages_, bytes_.data(), scales_, codebooks_, codebooks_t_}; }
   size_t bytes() const { return bytes_.size(); }
 
  private:
@@ -111,6 +119,7 @@ class RvqPanels {
   AlignedBuffer<uint8_t> bytes_;
   const uint16_t* scales_ = nullptr;
   const float* codebooks_ = nullptr;
+  const float* codebooks_t_ = nullptr;
 };
 
 }  // namespace submoe::kernels

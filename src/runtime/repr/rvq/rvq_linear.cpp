@@ -20,14 +20,15 @@ class RvqLinearOp final : public model::LinearOp {
   // Keeps the scales and codebooks of m and its codes repacked in the
   // kernels' execution layout; m's row-major codes are not kept.
   RvqLinearOp(const rvq::RvqMatrix& m, std::optional<RvqRotation> rot, ExecutionMode mode,
-              const kernels::RvqGemvKernels& k)
+              std::shared_ptr<const std::vector<float>> codebooks_t, const kernels::RvqGemvKernels& k)
       : rows_(m.rows()), cols_(m.cols()), stages_(m.stages()), scales_(m.rows(), false), codebooks_(m.codebooks()),
-        rot_(std::move(rot)), mode_(mode), kernels_(k) {
+        codebooks_t_(std::move(codebooks_t)), rot_(std::move(rot)), mode_(mode), kernels_(k) {
     std::copy(m.scales().begin(), m.scales().end(), scales_.data());
     rvq::RvqView v = m.view();
     v.scales = scales_.data();
     v.codebooks = codebooks_->data();
-    Result<kernels::RvqPanels> p = kernels::RvqPanels::pack(v);
+    const bool have_t = codebooks_t_ && codebooks_t_->size() >= size_t{stages_} * rvq::kRvqCodebookFloats;
+    Result<kernels::RvqPanels> p = kernels::RvqPanels::pack(v, have_t ? codebooks_t_->data() : nullptr);
     assert(p.is_ok() && "rvq LinearOp: a validated matrix failed to repack");
     if (p.is_ok()) panels_ = std::move(p).value();
   }
@@ -98,6 +99,7 @@ class RvqLinearOp final : public model::LinearOp {
   uint32_t rows_, cols_, stages_;
   AlignedBuffer<uint16_t> scales_;
   rvq::RvqCodebookSet codebooks_;
+  std::shared_ptr<const std::vector<float>> codebooks_t_;
   kernels::RvqPanels panels_;
   std::optional<RvqRotation> rot_;
   ExecutionMode mode_;
@@ -107,8 +109,10 @@ class RvqLinearOp final : public model::LinearOp {
 }  // namespace
 
 std::unique_ptr<model::LinearOp> make_rvq_linear(rvq::RvqMatrix m, std::optional<RvqRotation> rotation,
-                                                 ExecutionMode mode, const kernels::RvqGemvKernels& k) {
-  return std::make_unique<RvqLinearOp>(m, std::move(rotation), mode, k);
+                                                 ExecutionMode mode,
+                                                 std::shared_ptr<const std::vector<float>> codebooks_t,
+                                                 const kernels::RvqGemvKernels& k) {
+  return std::make_unique<RvqLinearOp>(m, std::move(rotation), mode, std::move(codebooks_t), k);
 }
 
 }  // namespace submoe::runtime::repr

@@ -17,6 +17,7 @@
 #include "runtime/repr/bytes_util.h"
 #include "runtime/repr/record_keys.h"
 #include "runtime/repr/rvq/rvq_linear.h"
+#include "submoe/kernels/rvq_panels.h"
 #include "runtime/repr/rvq/rvq_rotation.h"
 #include "submoe/codec/rvq.h"
 #include "submoe/core/bf16.h"
@@ -88,7 +89,8 @@ class RvqEncoderHook final : public MatrixEncoder {
 class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<RvqCodec> {
  public:
   RvqCodec(RvqParams p, rvq::RvqCodebookSet cb, std::string tensor, rvq::RvqEncoder enc)
-      : p_(p), codebooks_(std::move(cb)), tensor_(std::move(tensor)), encoder_(std::move(enc)) {}
+      : p_(p), codebooks_(std::move(cb)), codebooks_t_(transposed(*codebooks_)), tensor_(std::move(tensor)),
+        encoder_(std::move(enc)) {}
 
   const RvqParams& params() const { return p_; }
   const rvq::RvqEncoder& encoder() const { return encoder_; }
@@ -160,7 +162,7 @@ class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<R
       return make_reference_decoded_linear(std::move(w), rows, cols, std::string(kName));
     }
     SUBMOE_ASSIGN_OR_RETURN(Parsed m, parse(rows, cols, f));
-    return make_rvq_linear(std::move(m.matrix), std::move(m.rotation), mode);
+    return make_rvq_linear(std::move(m.matrix), std::move(m.rotation), mode, codebooks_t_);
   }
   Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const override {
     SUBMOE_RETURN_IF_ERROR(check_encodable(rows, cols));
@@ -199,7 +201,15 @@ class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<R
   }
 
   RvqParams p_;
+  // The kernels' layout of the codebooks, transposed once for every op of the
+  // codec (kernels/rvq_panels.h transpose_rvq_codebooks).
+  static std::shared_ptr<const std::vector<float>> transposed(const std::vector<float>& cb) {
+    std::vector<float> t(cb.size());
+    kernels::transpose_rvq_codebooks(cb.data(), static_cast<uint32_t>(cb.size() / rvq::kRvqCodebookFloats), t.data());
+    return std::make_shared<const std::vector<float>>(std::move(t));
+  }
   rvq::RvqCodebookSet codebooks_;
+  std::shared_ptr<const std::vector<float>> codebooks_t_;
   std::string tensor_;
   rvq::RvqEncoder encoder_;
 };
