@@ -136,9 +136,14 @@ size_t rvq_gemm_workspace_floats(const RvqGemvKernels& k, uint32_t rows, uint32_
   return workspace_layout(k, rows, cols, std::max(stages, 1u), std::max(batch, 1u)).total;
 }
 
+namespace {
+constexpr double kUnitRoundoff = 0x1p-24;  // u of f32
+// gamma_k = k u / (1 - k u): the bound of k f32 roundings.
+double gamma(double k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff); }
+}  // namespace
+
 double rvq_error_bound(uint32_t groups, uint32_t stages, double sum_abs_products, double abs_scale) {
-  const double u = std::ldexp(1.0, -24);
-  auto gamma = [u](double k) { return k * u / (1.0 - k * u); };
+  const double u = kUnitRoundoff;
   const double n = static_cast<double>(groups) * stages, cols = static_cast<double>(groups) * rvq::kRvqDim;
   const double g16 = gamma(16.0), gs = gamma(stages > 0 ? stages - 1.0 : 0.0);
   const double tables = g16 + gamma(n > 0 ? n - 1 : 0) * (1.0 + g16);
@@ -147,8 +152,6 @@ double rvq_error_bound(uint32_t groups, uint32_t stages, double sum_abs_products
 }
 
 double rvq_i8_error_bound(uint64_t tiles, double sum_abs_products, double sum_tile_steps, double abs_scale) {
-  const double u = std::ldexp(1.0, -24);
-  auto gamma = [u](double k) { return k * u / (1.0 - k * u); };
   const double g16 = gamma(16.0);
   const double gt = gamma(static_cast<double>(tiles + 1));
   const double e = sum_tile_steps * (0.5 + std::ldexp(1.0, -12));
