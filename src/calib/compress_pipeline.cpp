@@ -156,18 +156,18 @@ Status check_output_apart_from_source(const std::string& model_dir, const std::s
   const fs::path src = fs::weakly_canonical(fs::absolute(model_dir), ec1);
   const fs::path out = fs::weakly_canonical(fs::absolute(out_dir), ec2);
   if (ec1 || ec2) return Status::ok();  // unreadable paths fail later with their own message
-  auto inside = [](const fs::path& child, const fs::path& parent) {
-    auto c = child.begin(), p = parent.begin();
-    for (; p != parent.end(); ++p, ++c) {
-      if (p->empty()) continue;  // a trailing separator
-      if (c == child.end() || *c != *p) return false;
-    }
-    return true;
+  // "." when equal, a relative path without ".." when child lies inside parent.
+  auto rel = [](const fs::path& child, const fs::path& parent) { return child.lexically_relative(parent); };
+  auto within = [&](const fs::path& child, const fs::path& parent) {
+    const fs::path r = rel(child, parent);
+    return !r.empty() && *r.begin() != "..";
   };
-  if (src == out || inside(out, src))
-    return invalid_argument("--out '" + out_dir + "' is " + (src == out ? "the source checkpoint" : "inside the source checkpoint") +
+  if (within(out, src)) {
+    const bool same = rel(out, src) == ".";
+    return invalid_argument("--out '" + out_dir + "' is " + (same ? "the source checkpoint" : "inside the source checkpoint") +
                             " '" + model_dir + "': write the artifact to a directory of its own");
-  if (inside(src, out))
+  }
+  if (within(src, out))
     return invalid_argument("--out '" + out_dir + "' contains the source checkpoint '" + model_dir +
                             "': write the artifact to a directory of its own");
   return Status::ok();
