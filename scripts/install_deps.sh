@@ -8,6 +8,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev              # command line, JSON
   libopenblas-dev liblapack-dev                # BLAS/LAPACK for Hessians and Cholesky
   liburing-dev                                 # io_uring for the expert store
+  libxxhash-dev                                # XXH3 checksums of artifacts
   clang libclang-rt-dev                        # libFuzzer target and sanitizer runtime
 )
 missing=()

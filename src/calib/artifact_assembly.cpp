@@ -7,6 +7,7 @@
 
 #include "layer_packer.h"
 #include "submoe/io/file_util.h"
+#include "submoe/runtime/artifact.h"
 #include "submoe/runtime/artifact_format.h"
 
 namespace submoe::calib::detail {
@@ -14,9 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-const char* kCopiedFiles[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
-                              "generation_config.json", "tokenizer.model", "vocab.json", "merges.txt"};
 
 json quantization_config(const CompressOptions& o, const AssemblyInputs& in) {
   json q;
@@ -129,19 +127,24 @@ Status assemble_artifact(const AssemblyInputs& in, CompressSummary* summary) {
   cfg["quantization_config"] = quantization_config(o, in);
   SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/config.json", cfg.dump(2) + "\n"));
 
-  for (const char* name : kCopiedFiles) {
-    const std::string from = o.model_dir + "/" + name;
+  for (const std::string_view name : artifact::kCopiedSourceFiles) {
+    const std::string from = o.model_dir + "/" + std::string(name);
     std::error_code ec;
     if (!fs::is_regular_file(from, ec)) continue;
     SUBMOE_ASSIGN_OR_RETURN(std::string bytes, io::read_file_to_string(from));
-    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/" + name, bytes));
+    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(o.out_dir + "/" + std::string(name), bytes));
   }
 
+  // The manifest comes last: its checksums are of the files as written,
+  // read back (so they also catch a write that did not land as intended).
+  SUBMOE_ASSIGN_OR_RETURN(auto written, runtime::Artifact::open(o.out_dir, {.checksums = false}));
+  SUBMOE_ASSIGN_OR_RETURN(const runtime::ArtifactChecksums sums, written->compute_checksums());
   json manifest = {{"format", "submoe artifact"},
                    {"format_version", artifact::kArtifactFormatVersion},
                    {"quantization_config", quantization_config(o, in)},
                    {"provenance", json::parse(in.provenance_json)},
-                   {"ledger", ledger}};
+                   {"ledger", ledger},
+                   {"checksums", runtime::checksums_to_json(sums)}};
   return io::write_file_atomic(o.out_dir + "/" + std::string(artifact::kManifestFile), manifest.dump(2) + "\n");
 }
 

@@ -27,6 +27,14 @@ struct InspectOptions {
   std::string path;
   bool json = false;
   bool no_tensors = false;
+  bool verify = false;
+};
+
+// What --verify checked (every count is of items that passed).
+struct Verification {
+  bool checksummed = false;    // the artifact's manifest carries checksums
+  int64_t tensors_finite = 0;  // float tensors without NaN or Inf
+  int64_t experts_built = 0;   // experts decoded from their bytes and validated
 };
 
 struct Inspection {
@@ -39,7 +47,54 @@ struct Inspection {
   int64_t expert_matrices = 0, expert_weights = 0;
   uint64_t expert_packed_bytes = 0, dictionary_bytes = 0;  // shared tensors (dictionaries, codebooks)
   nlohmann::ordered_json ledger;  // submoe_manifest.json "ledger"; null when absent
+  std::optional<Verification> verified;
 };
+
+// --verify: every byte read and checked. An artifact's dense tensors and every
+// expert against the manifest's checksums (files, header and shared tensors
+// were checked on open), every expert built from its bytes (the validation
+// run and eval do), and every float tensor free of NaN and Inf.
+Status verify(Inspection* in) {
+  Verification v;
+  if (in->artifact) {
+    const runtime::Artifact& a = *in->artifact;
+    v.checksummed = a.has_checksums();
+    SUBMOE_RETURN_IF_ERROR(a.verify_dense_tensors());
+    for (int l = 0; l < a.num_layers(); ++l) {
+      for (int e = 0; e < a.num_experts(); ++e) {
+        if (!a.has_expert(l, e)) continue;
+        SUBMOE_ASSIGN_OR_RETURN(auto x, a.expert_resident(l, e, runtime::ExecutionMode::kFused));
+        ++v.experts_built;
+      }
+    }
+  }
+  for (const io::TensorView* t : in->model->tensors()) {
+    const bool is_float = t->dtype == io::DType::kF32 || t->dtype == io::DType::kBF16 ||
+                          t->dtype == io::DType::kF16 || t->dtype == io::DType::kF64;
+    if (!is_float) continue;
+    SUBMOE_RETURN_IF_ERROR(io::check_finite(*t));
+    ++v.tensors_finite;
+  }
+  in->verified = v;
+  return Status::ok();
+}
+
+std::string integrity_line(const Inspection& in) {
+  std::string s;
+  if (in.artifact) {
+    s = in.artifact->has_checksums() ? "checksummed (xxh3_64; files, header and shared tensors verified on open)"
+                                     : in.artifact->integrity_note();
+  } else {
+    s = "no checksums (a checkpoint)";
+  }
+  if (!in.verified) return s + "; contents not read (--verify reads and checks every byte)";
+  const Verification& v = *in.verified;
+  s += "; --verify: ";
+  if (in.artifact)
+    s += std::string(v.checksummed ? "every tensor and expert range matches its checksum, " : "") +
+         std::to_string(v.experts_built) + " experts decoded and validated, ";
+  return s + std::to_string(v.tensors_finite) + " float tensors finite: ok";
+}
 
 // Opens (and so fully validates) the artifact and sums its packed experts.
 Status load_artifact(const std::string& dir, Inspection* in) {
@@ -183,6 +238,17 @@ void print_json(const Inspection& in, const InspectOptions& opt) {
     j["quantization"] = nullptr;
     j["ledger"] = nullptr;
   }
+  nlohmann::ordered_json integ;
+  integ["checksums"] = in.artifact && in.artifact->has_checksums();
+  integ["summary"] = integrity_line(in);
+  if (in.verified) {
+    integ["verified"] = true;
+    integ["experts_built"] = in.verified->experts_built;
+    integ["float_tensors_finite"] = in.verified->tensors_finite;
+  } else {
+    integ["verified"] = false;
+  }
+  j["integrity"] = std::move(integ);
   j["num_tensors"] = in.model->tensors().size();
   j["tensors_per_dtype"] = tensors_per_dtype(*in.model);
   if (!opt.no_tensors) {
@@ -256,6 +322,7 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
       for (const auto& [k, v] : in.ledger.items()) std::cout << "  " << k << ": " << v.dump() << "\n";
     }
   }
+  std::cout << "integrity:     " << integrity_line(in) << "\n";
   if (opt.no_tensors) return;
   size_t width = 4;
   for (const io::TensorView* t : in.model->tensors()) width = std::max(width, t->name.size());
@@ -274,7 +341,9 @@ void setup_inspect(CLI::App& root) {
       "counts and the tensor list.\n"
       "PATH is a model directory (config.json with model.safetensors or a sharded\n"
       "model.safetensors.index.json) or a single .safetensors file (config.json beside it is\n"
-      "used when present). Only headers are read; every file is validated.\n"
+      "used when present). Only headers are read and validated, unless --verify: then every\n"
+      "byte is read and checked (an artifact's checksums, every expert decoded and validated,\n"
+      "every float tensor free of NaN/Inf), and the exit status is non-zero on the first fault.\n"
       "Parameter counts come from the tensors: 'active per token' is everything except the\n"
       "routed experts plus top-k experts' share of each MoE layer (needs config.json).\n"
       "Output: a text summary then one line per tensor (name, dtype, shape), or with --json one\n"
@@ -288,13 +357,17 @@ void setup_inspect(CLI::App& root) {
       "when present; JSON adds quantization{format_version, summary, representations (the records:\n"
       "representation name and parameters), expert_matrices, expert_weights, expert_packed_bytes,\n"
       "shared_tensor_bytes (dictionaries, codebooks), expert_packed_bits_per_weight} and ledger (both\n"
-      "null for a checkpoint).");
+      "null for a checkpoint), and integrity{checksums, summary, verified, experts_built,\n"
+      "float_tensors_finite}.");
   cmd->add_option("PATH", opt->path, "Model directory, index .json or .safetensors file")->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object instead of text (default: text)");
   cmd->add_flag("--no-tensors", opt->no_tensors, "Omit the per-tensor list (default: list every tensor)");
+  cmd->add_flag("--verify", opt->verify,
+                "Read every byte: checksums, expert validation, NaN/Inf; non-zero exit on a fault");
   cmd->callback([opt] {
     auto in = load(opt->path);
     if (!report("inspect", in.status())) return;
+    if (opt->verify && !report("inspect --verify", verify(&*in))) return;
     if (opt->json) {
       print_json(*in, *opt);
     } else {

@@ -1,6 +1,7 @@
 #include "cli/model_loading.h"
 
 #include <chrono>
+#include <iostream>
 #include <cmath>
 #include <cstdio>
 
@@ -47,16 +48,21 @@ Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
   out.execution = runtime::execution_mode_name(options.execution);
   if (!(f.offload.expert_cache_mb >= 0) || !std::isfinite(f.offload.expert_cache_mb))  // NaN fails too
     return invalid_argument("--expert-cache-mb must be a finite number >= 0");
-  if (out.artifact && f.offload.expert_cache_mb > 0) {
+  if (out.artifact) {
     SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(f.model));
-    SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
-                            offload::offload_options_from_flags(f.offload, a->num_layers(), a->num_experts()));
-    SUBMOE_ASSIGN_OR_RETURN(out.model,
-                            offload::load_artifact_model_offloaded(a, oo, options.execution, &out.offload));
+    if (const std::string note = a->integrity_note(); !note.empty()) std::cerr << note << "\n";
+    if (f.offload.expert_cache_mb > 0) {
+      SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
+                              offload::offload_options_from_flags(f.offload, a->num_layers(), a->num_experts()));
+      SUBMOE_ASSIGN_OR_RETURN(out.model,
+                              offload::load_artifact_model_offloaded(a, oo, options.execution, &out.offload));
+    } else {
+      SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_artifact_model(a, options));
+    }
   } else {
-    if (!out.artifact && f.offload.expert_cache_mb > 0)
+    if (f.offload.expert_cache_mb > 0)
       return invalid_argument("--expert-cache-mb applies to compressed artifacts (submoe compress) only");
-    SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_model_or_artifact(f.model, options));
+    SUBMOE_ASSIGN_OR_RETURN(out.model, model::MoeModel::load(f.model));
   }
   out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

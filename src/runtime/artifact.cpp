@@ -24,7 +24,8 @@ size_t LoadedExpert::weight_bytes() const {
   return (gate ? gate->weight_bytes() : 0) + (up ? up->weight_bytes() : 0) + (down ? down->weight_bytes() : 0);
 }
 
-Result<std::shared_ptr<const Artifact>> Artifact::open(const std::string& directory) {
+Result<std::shared_ptr<const Artifact>> Artifact::open(const std::string& directory,
+                                                      const ArtifactOpenOptions& options) {
   std::shared_ptr<Artifact> a(new Artifact());
   a->directory_ = directory;
   const std::string config_path = (fs::path(directory) / "config.json").string();
@@ -44,6 +45,11 @@ Result<std::shared_ptr<const Artifact>> Artifact::open(const std::string& direct
                        std::to_string(a->quant_.format_version));
   SUBMOE_RETURN_IF_ERROR(a->make_codecs().with_context(config_path));
   SUBMOE_RETURN_IF_ERROR(a->index_experts().with_context(weights_path));
+  if (options.checksums) {
+    SUBMOE_RETURN_IF_ERROR(a->load_checksums(text));
+  } else {
+    a->no_checksums_reason_ = "not read";
+  }
   return std::shared_ptr<const Artifact>(std::move(a));
 }
 

@@ -8,6 +8,7 @@ namespace submoe::runtime {
 
 Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact) {
   if (!artifact) return invalid_argument("load_artifact_dense_weights: no artifact");
+  SUBMOE_RETURN_IF_ERROR(artifact->verify_dense_tensors());
   const io::MoeModelConfig& c = artifact->model_config();
   const model::ArchitectureAdapter& arch = model::adapter_for(c.architecture);
   model::LoadWeightsOptions options;

@@ -35,6 +35,7 @@ Result<std::unique_ptr<LoadedExpert>> Artifact::expert_from_bytes(int layer, int
     return corrupt_data("layer " + std::to_string(layer) + " expert " + std::to_string(expert) + ": " +
                         std::to_string(bytes.size()) + " bytes given, its byte range holds " +
                         std::to_string(range.length));
+  SUBMOE_RETURN_IF_ERROR(verify_expert(layer, expert, bytes));
   const ExpertLayout& layout = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
   std::vector<std::span<const std::byte>> f(layout.fields.size());
   for (size_t i = 0; i < f.size(); ++i) f[i] = bytes.subspan(layout.fields[i].offset, layout.fields[i].nbytes);
@@ -46,6 +47,9 @@ Result<std::unique_ptr<LoadedExpert>> Artifact::expert_resident(int layer, int e
     return invalid_argument("artifact has no routed expert " + std::to_string(expert) + " in layer " +
                             std::to_string(layer));
   const ExpertLayout& layout = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
+  SUBMOE_RETURN_IF_ERROR(verify_expert(
+      layer, expert,
+      {reinterpret_cast<const std::byte*>(layout.fields.front().tensor->data), static_cast<size_t>(layout.range.length)}));
   std::vector<std::span<const std::byte>> f(layout.fields.size());
   for (size_t i = 0; i < f.size(); ++i) {
     const io::TensorView* t = layout.fields[i].tensor;

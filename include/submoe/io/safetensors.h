@@ -75,6 +75,10 @@ class SafetensorsFile {
   uint64_t file_size() const { return file_size_; }
   // Absolute offset of the data section (8 + header length).
   uint64_t data_offset() const { return data_offset_; }
+  // Bytes [0, data_offset()): the length prefix and the JSON header.
+  std::span<const uint8_t> header_bytes() const {
+    return {static_cast<const uint8_t*>(map_), static_cast<size_t>(data_offset_)};
+  }
 
  private:
   SafetensorsFile() = default;

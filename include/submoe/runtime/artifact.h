@@ -13,12 +13,20 @@
 // offload store can fetch one byte range per expert and hand it over untrusted:
 // corrupt bytes give an error naming layer, expert, projection and field.
 //
+// Integrity (runtime/artifact_checksums.h): when submoe_manifest.json carries
+// checksums, open verifies the small files, the safetensors header and the
+// shared tensors; load_artifact_dense_weights verifies the dense tensors
+// (verify_dense_tensors) and every expert build verifies its byte range, so a
+// paged expert is checked at page-in. Artifacts written before checksums
+// existed still open; integrity_note() says so.
+//
 // An Artifact is immutable after open and safe to share between threads.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +36,7 @@
 #include "submoe/io/safetensors.h"
 #include "submoe/model/expert_provider.h"
 #include "submoe/model/linear_op.h"
+#include "submoe/runtime/artifact_checksums.h"
 #include "submoe/runtime/artifact_format.h"
 #include "submoe/runtime/compressed_linear.h"
 #include "submoe/runtime/quantization_config.h"
@@ -52,10 +61,17 @@ struct LoadedExpert {
   size_t weight_bytes() const;
 };
 
+struct ArtifactOpenOptions {
+  // Read and verify submoe_manifest.json's checksums. Off only for the writer,
+  // which opens the artifact to compute them before the manifest exists.
+  bool checksums = true;
+};
+
 class Artifact {
  public:
   // `directory` holds config.json and model.safetensors (docs/format.md 9.1).
-  static Result<std::shared_ptr<const Artifact>> open(const std::string& directory);
+  static Result<std::shared_ptr<const Artifact>> open(const std::string& directory,
+                                                      const ArtifactOpenOptions& options = {});
 
   const std::string& directory() const { return directory_; }
   const io::MoeModelConfig& model_config() const { return config_; }
@@ -81,6 +97,16 @@ class Artifact {
 
   // kInvalidArgument for an expert that does not exist.
   Result<ExpertByteRange> expert_byte_range(int layer, int expert) const;
+
+  // Whether the manifest carries checksums (they were verified on open).
+  bool has_checksums() const { return checksums_.has_value(); }
+  // "" with checksums; else a one-line note that corruption which still
+  // parses cannot be detected, and how to add them.
+  std::string integrity_note() const;
+  // Hashes every dense tensor against the manifest (no-op without checksums).
+  Status verify_dense_tensors() const;
+  // The checksums of the artifact as it is on disk (reads every byte).
+  Result<ArtifactChecksums> compute_checksums() const;
 
   // Builds the expert from a buffer holding exactly its byte range (e.g. read
   // with pread), validating every byte; the result owns copies of what it needs.
@@ -110,6 +136,11 @@ class Artifact {
   Artifact() = default;
   Status make_codecs();
   Status index_experts();
+  // Reads the manifest's checksums (if any) and verifies files, header and
+  // shared tensors; `config_text` is the config.json already read.
+  Status load_checksums(const std::string& config_text);
+  // Against the manifest (no-op without checksums); `bytes` is the whole range.
+  Status verify_expert(int layer, int expert, std::span<const std::byte> bytes) const;
   Result<std::unique_ptr<LoadedExpert>> build_expert(int layer, int expert,
                                                      std::span<const std::span<const std::byte>> f,
                                                      ExecutionMode mode) const;
@@ -121,6 +152,8 @@ class Artifact {
   std::vector<std::shared_ptr<const MatrixCodec>> codecs_;
   uint64_t shared_bytes_ = 0;
   std::vector<std::vector<ExpertLayout>> experts_;  // [layer][expert]; empty for dense layers
+  std::optional<ArtifactChecksums> checksums_;
+  std::string no_checksums_reason_;  // why checksums_ is empty
 };
 
 }  // namespace submoe::runtime

@@ -25,6 +25,14 @@ inline constexpr std::string_view kQuantMethod = "submoe";  // quantization_conf
 inline constexpr std::string_view kManifestFile = "submoe_manifest.json";
 inline constexpr std::string_view kWeightsFile = "model.safetensors";
 
+// Files copied from the source checkpoint when present (tokenizer and
+// generation settings); with config.json they are the manifest's checksummed
+// "files".
+inline constexpr std::string_view kCopiedSourceFiles[] = {
+    "tokenizer.json",         "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+    "tokenizer.model",        "vocab.json",            "merges.txt"};
+inline constexpr std::string_view kConfigFile = "config.json";
+
 // The shared dictionary: U64 [65536], entry i = word[0] | word[1] << 32.
 inline constexpr std::string_view kDictionaryTensor = "submoe.ternary_dict.entries";
 
