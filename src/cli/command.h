@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -29,7 +30,12 @@ struct CommandRegistrar {
 void set_exit_code(int code);
 int exit_code();
 
-// Prints "submoe <command>: <status>" to stderr and sets exit code 1 (2 for
+// `text` with every byte that is not valid UTF-8, and every control character
+// but newline and tab, written as \xNN: error messages quote bytes from
+// untrusted files and must not garble or drive the terminal.
+std::string printable(std::string_view text);
+
+// Prints "submoe <command>: <status>" (printable) to stderr and sets exit code 1 (2 for
 // invalid arguments). Returns false when status is an error.
 bool report(const std::string& command, const Status& status);
 

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "cli/command.h"
+#include "submoe/io/file_util.h"
 
 namespace submoe::cli {
 
@@ -25,9 +26,33 @@ int g_exit_code = 0;
 void set_exit_code(int code) { g_exit_code = code; }
 int exit_code() { return g_exit_code; }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t bad = std::min(io::first_invalid_utf8(text), text.size());
+    for (char c : text.substr(0, bad)) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 && c != '\n' && c != '\t') {
+        char esc[8];
+        std::snprintf(esc, sizeof esc, "\\x%02x", u);
+        out += esc;
+      } else {
+        out += c;
+      }
+    }
+    if (bad == text.size()) break;
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\x%02x", static_cast<unsigned char>(text[bad]));
+    out += esc;
+    text.remove_prefix(bad + 1);
+  }
+  return out;
+}
+
 bool report(const std::string& command, const Status& status) {
   if (status.is_ok()) return true;
-  std::cerr << "submoe " << command << ": " << status.to_string() << "\n";
+  std::cerr << "submoe " << command << ": " << printable(status.to_string()) << "\n";
   set_exit_code(status.code() == ErrorCode::kInvalidArgument ? 2 : 1);
   return false;
 }
@@ -76,7 +101,7 @@ int main(int argc, char** argv) {
     std::cerr << "submoe: out of memory (an input or option asked for more than this machine can hold)\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "submoe: error: " << e.what() << "\n";
+    std::cerr << "submoe: error: " << submoe::cli::printable(e.what()) << "\n";
     return 1;
   } catch (...) {
     std::cerr << "submoe: error: unknown exception\n";

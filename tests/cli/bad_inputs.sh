@@ -105,4 +105,43 @@ expect_error 2 "is not UTF-8 text" trace record --model "$work/model" --text "$w
 # --samples given explicitly must be honoured or refused; by default every window is used.
 expect_error 2 "fewer than --samples 100000" compress --model "$work/model" --out "$work/a3" --calib "$calib" --samples 100000 --seq-len 16 --quiet
 
+# Error messages quote bytes of untrusted files escaped: a header with an
+# invalid UTF-8 byte, or with an escape character, gives a valid UTF-8
+# message, the byte written as \xNN (control characters: as the JSON parser
+# names them).
+for bad in ff 1b; do
+  python3 - "$work/garbled.safetensors" "$bad" <<'PY'
+import struct, sys
+h = b'{"t' + bytes.fromhex(sys.argv[2]) + b'[31m": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + b'\0' * 4)
+PY
+  "$bin" inspect "$work/garbled.safetensors" >/dev/null 2>"$work/garbled.err"
+  if [ $? -eq 0 ] || ! python3 -c 'import sys; t = open(sys.argv[1], "rb").read().decode("utf-8"); sys.exit(0 if (sys.argv[2] != "ff" or "\\xff" in t) and "\x1b" not in t else 1)' "$work/garbled.err" "$bad"; then
+    echo "FAIL inspect of a header with byte 0x$bad: $(cat -v "$work/garbled.err")"; fails=$((fails + 1))
+  else
+    echo "ok   inspect header with byte 0x$bad -> escaped: $(cat "$work/garbled.err")"
+  fi
+done
+
+# Checksums: a flipped expert byte is an error for inspect --verify, eval,
+# and eval with the experts paged; an artifact without checksums still runs,
+# with a note.
+cp -r "$work/art" "$work/flip"
+python3 - "$work/flip/model.safetensors" <<'PY'
+import os, sys
+f = open(sys.argv[1], 'r+b'); n = os.path.getsize(sys.argv[1]); f.seek(n - 10); b = f.read(1); f.seek(n - 10); f.write(bytes([b[0] ^ 4]))
+PY
+expect_error 1 "checksum mismatch" inspect "$work/flip" --verify --no-tensors
+expect_error 1 "checksum mismatch" eval --model "$work/flip" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
+expect_error 1 "checksum mismatch" eval --model "$work/flip" --text "$calib" --ctx 32 --max-tokens 64 --threads 1 --expert-cache-mb 0.2
+"$bin" inspect "$work/art" --verify --no-tensors | grep -q "every tensor and expert range matches its checksum" ||
+  { echo "FAIL inspect --verify of a good artifact"; fails=$((fails + 1)); }
+python3 - "$work/art/submoe_manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); del m['checksums']; json.dump(m, open(sys.argv[1], 'w'))
+PY
+out=$("$bin" eval --model "$work/art" --text "$calib" --ctx 32 --max-tokens 64 --threads 1 2>&1) &&
+  grep -q "has no checksums (submoe_manifest.json predates them)" <<<"$out" ||
+  { echo "FAIL eval of an artifact without checksums: $out"; fails=$((fails + 1)); }
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
