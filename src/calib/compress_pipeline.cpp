@@ -247,6 +247,10 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return io_error("cannot create '" + o.out_dir + "': " + ec.message());
+  // One writer per output directory: a second compress into it fails at once.
+  SUBMOE_ASSIGN_OR_RETURN(const auto out_lock,
+                          io::ExclusiveFileLock::try_acquire(o.out_dir + "/" + std::string(artifact::kCompressLockFile),
+                                                             "'" + o.out_dir + "'"));
   detail::WorkDir work(o.out_dir);
   const std::string job = job_identity(o, rates, source_hash, set, mask_ids).dump(2);
   const bool artifact_exists = fs::exists(o.out_dir + "/" + std::string(artifact::kWeightsFile), ec);

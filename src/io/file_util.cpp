@@ -1,6 +1,7 @@
 #include "submoe/io/file_util.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -185,6 +186,32 @@ Result<std::string> read_text_file(const std::string& path) {
                             (text[bad] == '\0' ? " is NUL" : " starts no valid character") + " (a binary file?)");
   }
   return text;
+}
+
+Result<std::unique_ptr<ExclusiveFileLock>> ExclusiveFileLock::try_acquire(const std::string& path,
+                                                                         const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error("cannot open the lock file '" + path + "': " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {0};
+    const ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return io_error("cannot lock '" + path + "': " + std::strerror(err));
+    std::string owner = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
+    while (!owner.empty() && (owner.back() == '\n' || owner.back() == ' ')) owner.pop_back();
+    return io_error(what + " is in use by process " + owner + " (lock " + path + "); wait for it to finish");
+  }
+  std::unique_ptr<ExclusiveFileLock> lock(new ExclusiveFileLock());
+  lock->fd_ = fd;
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    return io_error("cannot write the lock file '" + path + "': " + std::strerror(errno));
+  return lock;
+}
+
+ExclusiveFileLock::~ExclusiveFileLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
 }  // namespace submoe::io

@@ -123,6 +123,23 @@ PY
   fi
 done
 
+# Two compressions cannot write one output: while one holds OUT's lock, a
+# second fails at once and the artifact in OUT is untouched.
+art_sum=$(sha256sum "$work/art/model.safetensors")
+python3 - "$work/art/.submoe-compress.lock" "$bin" "$work/model" "$work/art" "$calib" <<'PY' >"$work/lock.out" 2>&1
+import fcntl, os, subprocess, sys
+lock, binary, model, out, calib = sys.argv[1:]
+fd = os.open(lock, os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b"4242\n")
+p = subprocess.run([binary, "compress", "--model", model, "--out", out, "--calib", calib, "--samples", "2",
+                    "--seq-len", "16", "--quiet", "--overwrite"], capture_output=True, text=True)
+print(p.returncode, p.stderr.strip())
+PY
+if grep -q "^1 .*'$work/art' is in use by process 4242" "$work/lock.out" && [ "$(sha256sum "$work/art/model.safetensors")" = "$art_sum" ]; then
+  echo "ok   compress into a locked output -> $(cat "$work/lock.out")"
+else
+  echo "FAIL compress into a locked output: $(cat "$work/lock.out")"; fails=$((fails + 1))
+fi
+
 # Checksums: a flipped expert byte is an error for inspect --verify, eval,
 # and eval with the experts paged; an artifact without checksums still runs,
 # with a note.

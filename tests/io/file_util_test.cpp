@@ -1,6 +1,8 @@
 #include "io/io_test_util.h"
 #include "submoe/io/file_util.h"
 
+#include <unistd.h>
+
 namespace submoe::io {
 namespace {
 
@@ -65,6 +67,30 @@ TEST(FileUtil, Errors) {
   EXPECT_FALSE(read_file_to_string(dir.path()).is_ok());
   EXPECT_EQ(write_file_atomic(dir.file("no/such/dir/x"), "x").code(), ErrorCode::kIoError);
   EXPECT_EQ(write_file_atomic("", "x").code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace submoe::io
+
+namespace submoe::io {
+namespace {
+
+TEST(FileUtil, ExclusiveLockRefusesASecondHolderUntilReleased) {
+  testing::TempDir dir;
+  const std::string p = dir.file("x.lock");
+  {
+    auto first = ExclusiveFileLock::try_acquire(p, "'out'");
+    ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+    // A second open file description conflicts even within one process.
+    auto second = ExclusiveFileLock::try_acquire(p, "'out'");
+    ASSERT_FALSE(second.is_ok());
+    EXPECT_NE(second.status().message().find("'out' is in use by process " + std::to_string(::getpid())),
+              std::string::npos)
+        << second.status().to_string();
+  }
+  auto again = ExclusiveFileLock::try_acquire(p, "'out'");
+  EXPECT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_FALSE(ExclusiveFileLock::try_acquire(dir.file("no/such/dir/x.lock"), "x").is_ok());
 }
 
 }  // namespace

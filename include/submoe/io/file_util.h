@@ -64,4 +64,21 @@ class AtomicFileWriter {
 // One-shot atomic write of `contents` to `path`.
 Status write_file_atomic(const std::string& path, std::string_view contents, bool fsync = true);
 
+// An exclusive advisory lock (flock) on `path`, created if absent, held until
+// destruction; the kernel drops it when the process dies, so a kill -9 never
+// leaves a stale lock. The file holds the owner's pid, for the message.
+class ExclusiveFileLock {
+ public:
+  // kIoError "<what> is in use by process N (lock <path>)" when
+  // another process holds it; never waits.
+  static Result<std::unique_ptr<ExclusiveFileLock>> try_acquire(const std::string& path, const std::string& what);
+  ~ExclusiveFileLock();
+  ExclusiveFileLock(const ExclusiveFileLock&) = delete;
+  ExclusiveFileLock& operator=(const ExclusiveFileLock&) = delete;
+
+ private:
+  ExclusiveFileLock() = default;
+  int fd_ = -1;
+};
+
 }  // namespace submoe::io

@@ -32,6 +32,8 @@ inline constexpr std::string_view kCopiedSourceFiles[] = {
     "tokenizer.json",         "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
     "tokenizer.model",        "vocab.json",            "merges.txt"};
 inline constexpr std::string_view kConfigFile = "config.json";
+// Held (flock) by the compress writing the directory; not part of the artifact.
+inline constexpr std::string_view kCompressLockFile = ".submoe-compress.lock";
 
 // The shared dictionary: U64 [65536], entry i = word[0] | word[1] << 32.
 inline constexpr std::string_view kDictionaryTensor = "submoe.ternary_dict.entries";
