@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "submoe/io/file_util.h"
+#include "submoe/io/mapped_file_faults.h"
 
 namespace submoe::cli {
 
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
       "Sub-1-bit expert codecs, fused decode kernels, expert offloading.\n"
       "Run 'submoe <command> --help' for the options of a command."};
   app.require_subcommand(1);
+  // A mapped model file truncated under us is an error message, not SIGBUS.
+  submoe::io::install_mapped_file_fault_handler();
   app.set_version_flag("--version", "submoe 0.1.0");
   auto& registry = submoe::cli::command_registry();
   std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

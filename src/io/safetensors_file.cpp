@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "json_strict.h"
+#include "submoe/io/mapped_file_faults.h"
 #include "submoe/io/safetensors.h"
 
 namespace submoe::io {
@@ -94,6 +95,7 @@ Status parse_metadata(const nlohmann::json& m, std::map<std::string, std::string
 }  // namespace
 
 SafetensorsFile::~SafetensorsFile() {
+  unregister_mapping(fault_slot_);
   if (map_ != nullptr) ::munmap(map_, file_size_);
 }
 
@@ -127,6 +129,7 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   f->path_ = path;
   f->map_ = map;
   f->file_size_ = size;
+  f->fault_slot_ = register_mapping(map, size, path);
   const auto* base = static_cast<const uint8_t*>(map);
 
   uint64_t header_len = 0;

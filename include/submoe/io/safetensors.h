@@ -86,6 +86,7 @@ class SafetensorsFile {
   std::string path_;
   void* map_ = nullptr;
   uint64_t file_size_ = 0;
+  int fault_slot_ = -1;  // io/mapped_file_faults.h
   uint64_t data_offset_ = 0;
   std::vector<TensorView> tensors_;
   std::map<std::string, size_t, std::less<>> by_name_;
