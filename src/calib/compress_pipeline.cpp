@@ -193,7 +193,9 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
     SUBMOE_ASSIGN_OR_RETURN(uniform_codec, runtime::make_codec(o.repr));
   }
 
-  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir));
+  model::LoadWeightsOptions load;
+  load.allow_unused_tensors = o.allow_unused_tensors;
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir, load));
   const io::MoeModelConfig& c = model->config();
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tokenizer, io::Tokenizer::load(o.model_dir + "/tokenizer.json"));
   SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, make_calibration_set(o.calib_path, tokenizer, o.samples, o.seq_len));

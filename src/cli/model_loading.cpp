@@ -35,6 +35,8 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
       ->capture_default_str();
   cmd->add_flag("--prefetch", f->offload.prefetch,
                 "prefetch, on a background thread, the experts each layer used at the previous token");
+  cmd->add_flag("--allow-extra-tensors", f->allow_extra_tensors,
+                "run although the checkpoint holds tensors the model does not read (default: an error naming them)");
   cmd->add_option("--io", f->offload.io, "expert reads: pread | direct (O_DIRECT) | uring | uring-direct")
       ->capture_default_str();
 }
@@ -46,6 +48,7 @@ Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
   runtime::ArtifactModelOptions options;
   SUBMOE_ASSIGN_OR_RETURN(options.execution, runtime::parse_execution_mode(f.execution));
   out.execution = runtime::execution_mode_name(options.execution);
+  options.allow_unused_tensors = f.allow_extra_tensors;
   if (!(f.offload.expert_cache_mb >= 0) || !std::isfinite(f.offload.expert_cache_mb))  // NaN fails too
     return invalid_argument("--expert-cache-mb must be a finite number >= 0");
   if (out.artifact) {
@@ -55,14 +58,16 @@ Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
       SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
                               offload::offload_options_from_flags(f.offload, a->num_layers(), a->num_experts()));
       SUBMOE_ASSIGN_OR_RETURN(out.model,
-                              offload::load_artifact_model_offloaded(a, oo, options.execution, &out.offload));
+                              offload::load_artifact_model_offloaded(a, oo, options, &out.offload));
     } else {
       SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_artifact_model(a, options));
     }
   } else {
     if (f.offload.expert_cache_mb > 0)
       return invalid_argument("--expert-cache-mb applies to compressed artifacts (submoe compress) only");
-    SUBMOE_ASSIGN_OR_RETURN(out.model, model::MoeModel::load(f.model));
+    model::LoadWeightsOptions o;
+    o.allow_unused_tensors = f.allow_extra_tensors;
+    SUBMOE_ASSIGN_OR_RETURN(out.model, model::MoeModel::load(f.model, o));
   }
   out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

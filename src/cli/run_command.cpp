@@ -1,5 +1,7 @@
 // `submoe run`: generate text from a prompt with a Hugging Face MoE checkpoint or
 // a compressed submoe artifact.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +32,8 @@ namespace {
 struct RunOptions {
   ModelFlags m;
   std::string prompt;
+  std::string prompt_file;
+  int prefill_chunk = 512;
   int max_new_tokens = 128;
   float temperature = 0.0f;
   int top_k = 0;
@@ -39,6 +44,7 @@ struct RunOptions {
   bool allow_long_context = false;
   bool json = false;
   std::string trace_out;
+  bool prompt_given = false;  // --prompt was on the command line (it may be "")
 };
 
 using Clock = std::chrono::steady_clock;
@@ -70,6 +76,13 @@ Status add_generation_config_eos(const std::string& dir, std::set<int64_t>* eos)
 Status run(const RunOptions& o) {
   if (o.max_new_tokens < 0) return invalid_argument("-n must be >= 0");
   if (o.threads < 0) return invalid_argument("--threads must be >= 0");
+  if (o.prefill_chunk < 1) return invalid_argument("--prefill-chunk must be at least 1");
+  std::string prompt = o.prompt;
+  if (!o.prompt_file.empty()) {
+    SUBMOE_ASSIGN_OR_RETURN(prompt, io::read_text_file(o.prompt_file));
+  } else if (o.prompt.empty() && !o.prompt_given) {
+    return invalid_argument("give the prompt with --prompt TEXT or --prompt-file FILE");
+  }
   const model::SamplerOptions sampling{o.temperature, o.top_k, o.top_p, o.seed};
   SUBMOE_RETURN_IF_ERROR(model::validate(sampling));
 
@@ -83,7 +96,7 @@ Status run(const RunOptions& o) {
   if (tok.eos_id()) eos.insert(*tok.eos_id());
   SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.m.model, &eos));
 
-  std::vector<int32_t> ids = tok.encode(o.prompt, /*add_special_tokens=*/true);
+  std::vector<int32_t> ids = tok.encode(prompt, /*add_special_tokens=*/true);
   if (ids.empty()) {
     if (!tok.bos_id()) return invalid_argument("the prompt is empty and the tokenizer has no BOS token to start from");
     ids.push_back(*tok.bos_id());
@@ -117,10 +130,22 @@ Status run(const RunOptions& o) {
   model::Sampler sampler(sampling);
   io::DecodeStream stream(tok, /*skip_special_tokens=*/true);
 
+  // The prompt in chunks of --prefill-chunk tokens: activation memory stays
+  // bounded by the chunk (the KV cache holds the rest), and a long prompt
+  // shows progress on a terminal.
   std::vector<float> logits;
   const auto t_prefill = Clock::now();
-  SUBMOE_RETURN_IF_ERROR(session.forward(ids, model::LogitsMode::kLast, &logits));
-  SUBMOE_RETURN_IF_ERROR(end_forward());
+  const size_t chunk = static_cast<size_t>(o.prefill_chunk);
+  const bool progress = !o.json && ids.size() > chunk && isatty(STDERR_FILENO) == 1;
+  for (size_t first = 0; first < ids.size(); first += chunk) {
+    const size_t n = std::min(chunk, ids.size() - first);
+    SUBMOE_RETURN_IF_ERROR(session.forward(std::span<const int32_t>(ids).subspan(first, n), model::LogitsMode::kLast,
+                                           &logits));
+    SUBMOE_RETURN_IF_ERROR(end_forward());
+    if (progress)
+      std::fprintf(stderr, "\r[run] prefill %zu / %zu tokens (%.1f s)%s", first + n, ids.size(),
+                   seconds_since(t_prefill), first + n == ids.size() ? "\n" : "");
+  }
   const double prefill_s = seconds_since(t_prefill);
 
   // Non-finite logits (a NaN or infinite weight or activation) stop generation
@@ -202,7 +227,8 @@ void setup_run(CLI::App& root) {
       "or a compressed artifact written by `submoe compress` (detected by its config.json\n"
       "quantization_config; its routed experts run compressed, see --execution).\n"
       "The prompt is tokenized with the checkpoint's tokenizer.json (special tokens added as its\n"
-      "post-processor says, e.g. BOS), run as one prefill, then tokens are sampled one at a time with\n"
+      "post-processor says, e.g. BOS), prefilled in chunks of --prefill-chunk tokens (progress on a\n"
+      "terminal), then tokens are sampled one at a time with\n"
       "the KV cache. Generated text streams to stdout as it is produced (special tokens skipped);\n"
       "generation stops after -n tokens, at an EOS token (config.json / generation_config.json\n"
       "eos_token_id, or the tokenizer's EOS) or when the model's context (max_position_embeddings) is\n"
@@ -212,7 +238,12 @@ void setup_run(CLI::App& root) {
   cmd->add_option("--model", o->m.model,
                   "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")
       ->required();
-  cmd->add_option("--prompt", o->prompt, "prompt text")->required();
+  auto* prompt = cmd->add_option("--prompt", o->prompt, "prompt text");
+  cmd->add_option("--prompt-file", o->prompt_file, "read the prompt from this UTF-8 text file (instead of --prompt)")
+      ->excludes(prompt);
+  cmd->add_option("--prefill-chunk", o->prefill_chunk,
+                  "prompt tokens per prefill forward; bounds activation memory, shows progress on long prompts")
+      ->capture_default_str();
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "tokens to generate at most")->capture_default_str();
   cmd->add_option("--temp,--temperature", o->temperature, "sampling temperature; 0 = greedy (argmax)")
       ->capture_default_str();
@@ -235,7 +266,10 @@ void setup_run(CLI::App& root) {
   cmd->add_flag("--json", o->json,
                 "print one JSON object (text, prefill/decode tokens/s, peak RSS, expert-cache figures) instead of\n"
                 "streaming the text");
-  cmd->callback([o] { report("run", run(*o)); });
+  cmd->callback([o, prompt] {
+    o->prompt_given = prompt->count() > 0;
+    report("run", run(*o));
+  });
 }
 
 }  // namespace

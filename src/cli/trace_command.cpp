@@ -79,6 +79,7 @@ struct RecordOptions {
   uint64_t max_tokens = 0;
   int threads = 0;
   std::string execution = "fused";
+  bool allow_extra_tensors = false;
   bool json = false;
 };
 
@@ -99,6 +100,7 @@ Status record(const RecordOptions& o) {
     };
   runtime::ArtifactModelOptions load;
   SUBMOE_ASSIGN_OR_RETURN(load.execution, runtime::parse_execution_mode(o.execution));
+  load.allow_unused_tensors = o.allow_extra_tensors;
   SUBMOE_ASSIGN_OR_RETURN(offload::TraceRecordSummary s,
                           offload::record_trace_file(o.model, o.text, o.out, opt, &pool, load));
   if (o.json) {
@@ -143,6 +145,8 @@ void setup_trace(CLI::App& root) {
       ->capture_default_str();
   rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
       ->check(thread_count(true));
+  rec->add_flag("--allow-extra-tensors", ro->allow_extra_tensors,
+                "record although the checkpoint holds tensors the model does not read (default: an error)");
   rec->add_option("--execution", ro->execution,
                   "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
                   "'fused-bf16' the same with the expert inputs rounded to bf16; 'fused-int8' with them\n"

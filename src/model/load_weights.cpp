@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string_view>
 
+#include <set>
 #include "submoe/model/model_weights.h"
 
 namespace submoe::model {
@@ -32,7 +33,15 @@ class TensorSource {
     // Numerical faults are reported at load, naming the tensor, not averaged
     // into a loss or sampled from later.
     SUBMOE_RETURN_IF_ERROR(io::check_finite(*t));
+    used_.insert(t);
     return t;
+  }
+  // Tensors of the checkpoint that get() never returned, in file order.
+  std::vector<const io::TensorView*> unused() const {
+    std::vector<const io::TensorView*> out;
+    for (const io::TensorView* t : m_.tensors())
+      if (!used_.count(t)) out.push_back(t);
+    return out;
   }
   bool has(const std::string& name) const { return m_.find(name) != nullptr; }
 
@@ -52,7 +61,25 @@ class TensorSource {
 
  private:
   const io::SafetensorsModel& m_;
+  mutable std::set<const io::TensorView*> used_;
 };
+
+Status check_all_tensors_used(const TensorSource& src, const LoadWeightsOptions& options) {
+  if (options.allow_unused_tensors) return Status::ok();
+  std::vector<const io::TensorView*> unused;
+  for (const io::TensorView* t : src.unused()) {
+    if (options.read_elsewhere && options.read_elsewhere(*t)) continue;
+    unused.push_back(t);
+  }
+  if (unused.empty()) return Status::ok();
+  std::string names;
+  for (size_t i = 0; i < std::min<size_t>(unused.size(), 4); ++i) names += (i ? ", '" : "'") + unused[i]->name + "'";
+  if (unused.size() > 4) names += ", ...";
+  return corrupt_data("the checkpoint holds " + std::to_string(unused.size()) +
+                      " tensor(s) this model does not read (" + names +
+                      "): config.json does not describe these weights, or they belong to a feature submoe does not "
+                      "implement; pass --allow-extra-tensors to run without them");
+}
 
 Result<SwiGluWeights> load_swiglu(const TensorSource& src, const std::string& prefix, int64_t hidden,
                                   int64_t inner) {
@@ -245,6 +272,7 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
     SUBMOE_RETURN_IF_ERROR(load_layer(src, c, arch, static_cast<int>(l), &w.layers[l],
                                       options.skip_routed_experts ? nullptr : &experts[l]));
   if (!options.skip_routed_experts) w.experts = std::make_unique<ResidentExpertProvider>(std::move(experts));
+  SUBMOE_RETURN_IF_ERROR(check_all_tensors_used(src, options));
   w.storage = std::move(tensors);
   return w;
 }

@@ -130,12 +130,12 @@ Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, Mo
   return m;
 }
 
-Result<std::unique_ptr<MoeModel>> MoeModel::load(const std::string& directory) {
+Result<std::unique_ptr<MoeModel>> MoeModel::load(const std::string& directory, const LoadWeightsOptions& options) {
   SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig config, io::load_hf_config(directory));
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(directory));
   std::shared_ptr<const io::SafetensorsModel> tensors(std::move(st));
   SUBMOE_ASSIGN_OR_RETURN(ModelWeights weights,
-                          load_checkpoint_weights(config, adapter_for(config.architecture), std::move(tensors)));
+                          load_checkpoint_weights(config, adapter_for(config.architecture), std::move(tensors), options));
   return create(std::move(config), std::move(weights));
 }
 

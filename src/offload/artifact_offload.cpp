@@ -77,11 +77,13 @@ Result<std::shared_ptr<const ExpertSource>> make_artifact_expert_source(std::sha
 
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model_offloaded(std::shared_ptr<const runtime::Artifact> artifact,
                                                                        const OffloadOptions& options,
-                                                                       runtime::ExecutionMode mode,
+                                                                       const runtime::ArtifactModelOptions& load,
                                                                        CachedExpertProvider** provider_out) {
-  SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const ExpertSource> source, make_artifact_expert_source(artifact, mode));
+  SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const ExpertSource> source,
+                          make_artifact_expert_source(artifact, load.execution));
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<CachedExpertProvider> provider, make_cached_expert_provider(source, options));
-  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, runtime::load_artifact_dense_weights(artifact));
+  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w,
+                          runtime::load_artifact_dense_weights(artifact, load.allow_unused_tensors));
   if (provider_out) *provider_out = provider.get();
   w.experts = std::move(provider);
   return model::MoeModel::create(artifact->model_config(), std::move(w));

@@ -60,8 +60,10 @@ Status Artifact::make_codecs() {
   for (size_t i = 0; i < quant_.representations.size(); ++i) {
     SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const MatrixCodec> c,
                             codec_from_record(quant_.representations[i], quant_.record_paths[i], lookup));
-    for (const PackedTensor& t : c->shared_tensors())
+    for (const PackedTensor& t : c->shared_tensors()) {
       if (shared.insert(t.name).second) shared_bytes_ += t.bytes.size();
+      codec_tensors_.insert(t.name);
+    }
     codecs_.push_back(std::move(c));
   }
   // The provenance grid of a one-codec artifact names that codec's grid
@@ -141,6 +143,7 @@ Status Artifact::index_experts() {
                                 "); an expert's tensors must be contiguous in file order (docs/format.md 9.3)");
           prev = t;
           expected.insert(name);
+          codec_tensors_.insert(name);
           layout.fields.push_back({0, 0, t});
         }
       }

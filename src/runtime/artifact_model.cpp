@@ -6,13 +6,16 @@
 
 namespace submoe::runtime {
 
-Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact) {
+Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
+                                                        bool allow_unused_tensors) {
   if (!artifact) return invalid_argument("load_artifact_dense_weights: no artifact");
   SUBMOE_RETURN_IF_ERROR(artifact->verify_dense_tensors());
   const io::MoeModelConfig& c = artifact->model_config();
   const model::ArchitectureAdapter& arch = model::adapter_for(c.architecture);
   model::LoadWeightsOptions options;
   options.skip_routed_experts = true;
+  options.read_elsewhere = [a = artifact.get()](const io::TensorView& t) { return a->reads_tensor(t.name); };
+  options.allow_unused_tensors = allow_unused_tensors;
   auto w = model::load_checkpoint_weights(c, arch, artifact->tensors(), options);
   if (!w.is_ok()) return w.status().with_context(artifact->directory());
   // The artifact owns the mapping the dense views point into (and the codebook).
@@ -22,7 +25,7 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
 
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,
                                                              const ArtifactModelOptions& options) {
-  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact));
+  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact, options.allow_unused_tensors));
   std::vector<std::vector<model::ResidentExpertProvider::Expert>> experts(
       static_cast<size_t>(artifact->num_layers()));
   for (int l = 0; l < artifact->num_layers(); ++l) {
@@ -47,7 +50,9 @@ Result<std::unique_ptr<model::MoeModel>> load_artifact_model(const std::string& 
 Result<std::unique_ptr<model::MoeModel>> load_model_or_artifact(const std::string& directory,
                                                                 const ArtifactModelOptions& options) {
   if (is_artifact(directory)) return load_artifact_model(directory, options);
-  return model::MoeModel::load(directory);
+  model::LoadWeightsOptions o;
+  o.allow_unused_tensors = options.allow_unused_tensors;
+  return model::MoeModel::load(directory, o);
 }
 
 }  // namespace submoe::runtime

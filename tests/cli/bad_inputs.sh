@@ -95,6 +95,22 @@ PY
   expect_error "$rc" "$want" eval --model "$work/layers$layers" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
 done
 
+# A tensor the model does not read is an error naming it, unless allowed.
+cp -r "$work/model" "$work/extra"
+python3 - "$work/extra/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
+h = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+h['model.layers.0.mlp.extra_gate.weight'] = {'dtype': 'F32', 'shape': [2], 'data_offsets': [len(data), len(data) + 8]}
+hb = json.dumps(h).encode(); hb += b' ' * (-len(hb) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(hb)) + hb + data + struct.pack('<2f', 1, 2))
+PY
+expect_error 1 "1 tensor(s) this model does not read ('model.layers.0.mlp.extra_gate.weight')" eval --model "$work/extra" --text "$calib" --ctx 32 --max-tokens 64 --threads 1
+expect_error 1 "does not read" run --model "$work/extra" --prompt hi -n 1 --threads 1
+expect_error 1 "does not read" compress --model "$work/extra" --out "$work/extra-art" "${fast[@]}"
+"$bin" eval --model "$work/extra" --text "$calib" --ctx 32 --max-tokens 64 --threads 1 --allow-extra-tensors >/dev/null 2>&1 ||
+  { echo "FAIL eval --allow-extra-tensors"; fails=$((fails + 1)); }
+
 # Binary text is refused where text is read (calibration, evaluation, traces).
 head -c 4096 /dev/urandom >"$work/binary.txt"
 printf 'valid start \x00 then NUL' >"$work/nul.txt"

@@ -226,6 +226,43 @@ TEST(Model, MissingOrMisshapedTensorIsAnErrorNamingIt) {
   }
 }
 
+// A tensor nothing reads (a layer's extra projection, a stray name) means the
+// config does not describe the checkpoint: an error naming it, unless allowed;
+// the same model then loads and equals the one without the tensor.
+TEST(Model, UnusedTensorIsAnErrorUnlessAllowed) {
+  for (const std::string model_type : {"mixtral", "qwen3_moe", "qwen2_moe", "olmoe"}) {
+    SCOPED_TRACE(model_type);
+    TinySpec spec;
+    spec.model_type = model_type;
+    if (model_type == "qwen2_moe") spec.shared_inner = 8;
+    auto ck = testing::write_tiny_checkpoint(spec);
+    ASSERT_TRUE(ck.is_ok());
+    ASSERT_TRUE(MoeModel::load(ck->dir).is_ok()) << "every tensor of a matching checkpoint is read";
+    auto st = io::SafetensorsModel::open(ck->dir);
+    ASSERT_TRUE(st.is_ok());
+    for (const std::string extra : {"model.layers.0.self_attn.rotary_emb.inv_freq", "model.extra_head.weight"}) {
+      io::SafetensorsWriter w;
+      for (const io::TensorView* t : (*st)->tensors()) ASSERT_TRUE(w.add(t->name, t->dtype, t->shape, t->bytes()).is_ok());
+      ASSERT_TRUE(w.add_f32(extra, {3}, std::vector<float>{1, 2, 3}).is_ok());
+      const std::string dir = ck->dir + "/extra";
+      std::filesystem::create_directories(dir);
+      std::filesystem::copy_file(ck->dir + "/config.json", dir + "/config.json",
+                                 std::filesystem::copy_options::overwrite_existing);
+      ASSERT_TRUE(w.write(dir + "/model.safetensors").is_ok());
+      auto m = MoeModel::load(dir);
+      ASSERT_FALSE(m.is_ok());
+      EXPECT_EQ(m.status().code(), ErrorCode::kCorruptData);
+      EXPECT_NE(m.status().message().find("1 tensor(s) this model does not read ('" + extra + "')"), std::string::npos)
+          << m.status().to_string();
+      EXPECT_NE(m.status().message().find("--allow-extra-tensors"), std::string::npos);
+      LoadWeightsOptions allow;
+      allow.allow_unused_tensors = true;
+      auto ok = MoeModel::load(dir, allow);
+      ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+    }
+  }
+}
+
 TEST(Model, ConfigThatContradictsTheArchitectureIsRejected) {
   TinySpec spec;
   spec.model_type = "qwen2_moe";

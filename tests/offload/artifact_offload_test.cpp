@@ -78,7 +78,7 @@ TEST_P(ArtifactOffload, LogitsMatchTheResidentArtifactModel) {
       o.budget_bytes = static_cast<uint64_t>(fraction * 1.1 * static_cast<double>(all_bytes));
       if (c.policy == CachePolicy::kHybrid) o.popularity = popularity;
       CachedExpertProvider* provider = nullptr;
-      auto m = load_artifact_model_offloaded(*artifact, o, runtime::ExecutionMode::kFused, &provider);
+      auto m = load_artifact_model_offloaded(*artifact, o, {.execution = runtime::ExecutionMode::kFused}, &provider);
       ASSERT_TRUE(m.is_ok()) << what << ": " << m.status().to_string();
       const std::vector<float> got = run_tokens(**m, &pool);
       ASSERT_EQ(got.size(), want.size()) << what;
@@ -129,7 +129,7 @@ TEST(ArtifactOffloadGlue, ReferenceDecodeModeMatchesToo) {
   OffloadOptions o;
   o.budget_bytes = decoded * static_cast<uint64_t>((*artifact)->num_layers() * (*artifact)->num_experts()) / 4;
   CachedExpertProvider* provider = nullptr;
-  auto m = load_artifact_model_offloaded(*artifact, o, runtime::ExecutionMode::kReferenceDecode, &provider);
+  auto m = load_artifact_model_offloaded(*artifact, o, {.execution = runtime::ExecutionMode::kReferenceDecode}, &provider);
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   const std::vector<float> got = run_tokens(**m, nullptr);
   ASSERT_EQ(got.size(), want.size());

@@ -104,7 +104,8 @@ DenseReference dense_reference(const testing::BuiltArtifact& a) {
   auto src = io::SafetensorsModel::open(testing::fixture_dir(a.parts.fixture));
   EXPECT_TRUE(src.is_ok());
   model::LoadWeightsOptions o;
-  o.skip_routed_experts = true;
+  o.skip_routed_experts = true;  // replaced by the decoded weights below
+  o.read_elsewhere = [](const io::TensorView& t) { return t.name.find(".experts.") != std::string::npos; };
   auto w = model::load_checkpoint_weights(*cfg, model::adapter_for(cfg->architecture),
                                           std::shared_ptr<const io::SafetensorsModel>(std::move(src).value()), o);
   EXPECT_TRUE(w.is_ok()) << w.status().to_string();

@@ -56,6 +56,9 @@ struct CompressOptions {
   std::vector<int32_t> mask_token_ids;
   bool default_mask = true;
   bool resume = false;
+  // Compress although the source holds tensors the model does not read (they
+  // are copied into the artifact like every dense tensor).
+  bool allow_unused_tensors = false;
   bool overwrite = false;        // replace an existing artifact in out_dir
   int threads = 0;               // 0 = all hardware threads
   // Test hook: called at every progress point with a running step number; a

@@ -5,6 +5,7 @@
 // same struct with other LinearOps.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ struct LoadWeightsOptions {
   // Read no routed-expert tensor and leave ModelWeights::experts null: builders
   // whose experts are stored otherwise (compressed artifacts, runtime/) fill it.
   bool skip_routed_experts = false;
+  // Tensors another reader consumes (an artifact's packed experts and codec
+  // tensors; with skip_routed_experts it must cover them); they do not count
+  // as unused.
+  std::function<bool(const io::TensorView&)> read_elsewhere;
+  // A tensor of the checkpoint that the model does not read is an error
+  // (kCorruptData naming it: the config probably does not describe this
+  // checkpoint) unless this is set (--allow-extra-tensors).
+  bool allow_unused_tensors = false;
 };
 
 // Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused

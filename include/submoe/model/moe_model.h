@@ -33,7 +33,7 @@ class MoeModel {
  public:
   // A Hugging Face checkpoint directory: config.json + model.safetensors (or a
   // sharded index). Weights are memory-mapped and used in place.
-  static Result<std::unique_ptr<MoeModel>> load(const std::string& directory);
+  static Result<std::unique_ptr<MoeModel>> load(const std::string& directory, const LoadWeightsOptions& options = {});
   // From a parsed config and weights built elsewhere (checked against the config).
   static Result<std::unique_ptr<MoeModel>> create(io::MoeModelConfig config, ModelWeights weights);
 

@@ -15,6 +15,7 @@
 #include "submoe/offload/cached_expert_provider.h"
 #include "submoe/offload/expert_source.h"
 #include "submoe/runtime/artifact.h"
+#include "submoe/runtime/artifact_model.h"
 
 namespace submoe::offload {
 
@@ -28,7 +29,7 @@ Result<std::shared_ptr<const ExpertSource>> make_artifact_expert_source(
 // for reporting its cache statistics.
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model_offloaded(
     std::shared_ptr<const runtime::Artifact> artifact, const OffloadOptions& options,
-    runtime::ExecutionMode mode = runtime::ExecutionMode::kFused, CachedExpertProvider** provider_out = nullptr);
+    const runtime::ArtifactModelOptions& load = {}, CachedExpertProvider** provider_out = nullptr);
 
 // The command-line view of OffloadOptions.
 struct OffloadFlags {

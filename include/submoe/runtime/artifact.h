@@ -27,6 +27,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <span>
 #include <string>
 #include <vector>
@@ -98,6 +100,10 @@ class Artifact {
   // kInvalidArgument for an expert that does not exist.
   Result<ExpertByteRange> expert_byte_range(int layer, int expert) const;
 
+  // Whether `name` is read by the artifact itself: a routed expert's field or
+  // a codec's shared tensor (everything else is dense weight).
+  bool reads_tensor(std::string_view name) const { return codec_tensors_.count(name) != 0; }
+
   // Whether the manifest carries checksums (they were verified on open).
   bool has_checksums() const { return checksums_.has_value(); }
   // "" with checksums; else a one-line note that corruption which still
@@ -152,6 +158,7 @@ class Artifact {
   std::vector<std::shared_ptr<const MatrixCodec>> codecs_;
   uint64_t shared_bytes_ = 0;
   std::vector<std::vector<ExpertLayout>> experts_;  // [layer][expert]; empty for dense layers
+  std::set<std::string, std::less<>> codec_tensors_;  // expert fields + shared tensors
   std::optional<ArtifactChecksums> checksums_;
   std::string no_checksums_reason_;  // why checksums_ is empty
 };

@@ -15,12 +15,15 @@ namespace submoe::runtime {
 
 struct ArtifactModelOptions {
   ExecutionMode execution = ExecutionMode::kFused;
+  // Tensors nobody reads are an error unless allowed (LoadWeightsOptions).
+  bool allow_unused_tensors = false;
 };
 
 // Everything but the routed experts (ModelWeights::experts is null, storage
 // keeps the artifact alive): for builders that bring their own ExpertProvider
 // (offload), then model::MoeModel::create.
-Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact);
+Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
+                                                        bool allow_unused_tensors = false);
 
 // Every expert resident in memory (built with expert_resident in `options.execution`).
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,
@@ -29,7 +32,7 @@ Result<std::unique_ptr<model::MoeModel>> load_artifact_model(const std::string& 
                                                              const ArtifactModelOptions& options = {});
 
 // `directory` is a compressed artifact (is_artifact) or a Hugging Face
-// checkpoint (model::MoeModel::load; `options` do not apply to it).
+// checkpoint (model::MoeModel::load; only allow_unused_tensors applies to it).
 Result<std::unique_ptr<model::MoeModel>> load_model_or_artifact(const std::string& directory,
                                                                 const ArtifactModelOptions& options = {});
 
