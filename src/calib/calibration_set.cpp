@@ -38,9 +38,9 @@ Result<CalibrationSet> select_calibration_windows(std::vector<int32_t> ids, size
 Result<CalibrationSet> make_calibration_set(const std::string& text_path, const io::Tokenizer& tokenizer,
                                             size_t samples, size_t seq_len) {
   SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(text_path));
-  SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set,
-                          select_calibration_windows(tokenizer.encode(text, /*add_special_tokens=*/false), samples,
-                                                     seq_len));
+  auto ids = tokenizer.encode_lossless(text, /*add_special_tokens=*/false);
+  if (!ids.is_ok()) return ids.status().with_context(text_path);
+  SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, select_calibration_windows(std::move(*ids), samples, seq_len));
   set.text_sha256 = sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
   return set;
 }

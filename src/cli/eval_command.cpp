@@ -39,7 +39,9 @@ Status run_eval(const EvalOptions& o) {
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
   SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(o.text));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<int32_t> ids = tok.encode(text, /*add_special_tokens=*/false);
+  auto encoded = tok.encode_lossless(text, /*add_special_tokens=*/false);
+  if (!encoded.is_ok()) return encoded.status().with_context(o.text);
+  const std::vector<int32_t> ids = std::move(*encoded);
   const double tokenize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const int threads = o.threads > 0 ? o.threads : hardware_threads();

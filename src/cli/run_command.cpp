@@ -96,7 +96,7 @@ Status run(const RunOptions& o) {
   if (tok.eos_id()) eos.insert(*tok.eos_id());
   SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.m.model, &eos));
 
-  std::vector<int32_t> ids = tok.encode(prompt, /*add_special_tokens=*/true);
+  SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode_lossless(prompt, /*add_special_tokens=*/true));
   if (ids.empty()) {
     if (!tok.bos_id()) return invalid_argument("the prompt is empty and the tokenizer has no BOS token to start from");
     ids.push_back(*tok.bos_id());

@@ -78,6 +78,33 @@ Result<Tokenizer> Tokenizer::load(const std::string& path) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  return encode_impl(text, add_special_tokens, nullptr);
+}
+
+Result<std::vector<int32_t>> Tokenizer::encode_lossless(std::string_view text, bool add_special_tokens) const {
+  DroppedCharacters dropped;
+  std::vector<int32_t> ids = encode_impl(text, add_special_tokens, &dropped);
+  if (dropped.count == 0) return ids;
+  char cp[16] = "?";
+  {
+    const auto* b = reinterpret_cast<const unsigned char*>(dropped.first.data());
+    uint32_t c = 0;
+    const size_t n = dropped.first.size();
+    if (n == 1) c = b[0];
+    else if (n == 2) c = (b[0] & 0x1fu) << 6 | (b[1] & 0x3fu);
+    else if (n == 3) c = (b[0] & 0x0fu) << 12 | (b[1] & 0x3fu) << 6 | (b[2] & 0x3fu);
+    else if (n == 4) c = (b[0] & 0x07u) << 18 | (b[1] & 0x3fu) << 12 | (b[2] & 0x3fu) << 6 | (b[3] & 0x3fu);
+    std::snprintf(cp, sizeof cp, "U+%04X", c);
+  }
+  return invalid_argument("the tokenizer cannot represent " + std::to_string(dropped.count) +
+                          " character(s) of the text (the first is " + cp +
+                          "): they are not in its vocabulary and it has neither byte-fallback tokens nor an unk "
+                          "token, so they would be dropped without a word; remove them from the text or use a "
+                          "tokenizer that covers them");
+}
+
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_special_tokens,
+                                            DroppedCharacters* dropped) const {
   const TokenizerData& d = *data_;
   std::string repaired;
   if (!utf8_is_valid(text)) {
@@ -105,7 +132,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
       words.push_back(PreToken{normalized.substr(piece.begin, piece.end - piece.begin),
                                seg.begin == 0 && piece.begin == 0});
       apply_pre_tokenizers(d.pre_tokenizers, words);
-      for (const PreToken& w : words) d.model->tokenize(w.text, ids);
+      for (const PreToken& w : words) d.model->tokenize(w.text, ids, dropped);
     }
   }
   if (add_special_tokens) apply_post_processors(d.post_processors, ids);

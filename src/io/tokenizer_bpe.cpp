@@ -94,7 +94,7 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
   return id_to_token_[static_cast<size_t>(id)];
 }
 
-void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
+void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out, Dropped* dropped) const {
   if (word.empty()) return;
   if (options_.ignore_merges) {
     if (const auto it = vocab_.find(word); it != vocab_.end()) {
@@ -106,21 +106,31 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (const auto it = cache_.find(word); it != cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+      out.insert(out.end(), it->second.ids.begin(), it->second.ids.end());
+      if (dropped != nullptr && it->second.dropped.count > 0) {
+        if (dropped->count == 0) dropped->first = it->second.dropped.first;
+        dropped->count += it->second.dropped.count;
+      }
       return;
     }
   }
   const size_t first = out.size();
-  merge_word(word, out);
+  Dropped lost;
+  merge_word(word, out, lost);
+  if (dropped != nullptr && lost.count > 0) {
+    if (dropped->count == 0) dropped->first = lost.first;
+    dropped->count += lost.count;
+  }
   if (cacheable) {
-    std::vector<int32_t> ids(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    CachedWord entry{std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()),
+                     std::move(lost)};
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (cache_.size() >= kCacheCapacity) cache_.clear();
-    cache_.emplace(std::string(word), std::move(ids));
+    cache_.emplace(std::string(word), std::move(entry));
   }
 }
 
-void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out, Dropped& dropped) const {
   std::vector<Symbol> symbols;
   symbols.reserve(word.size());
   auto add = [&](int32_t id) {
@@ -160,6 +170,9 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     if (unk_id_) {
       if (pending_unk >= 0 && !options_.fuse_unk) add(pending_unk);
       pending_unk = *unk_id_;
+    } else {
+      if (dropped.count == 0) dropped.first = std::string(word.substr(start, pos - start));
+      ++dropped.count;
     }
   }
   if (pending_unk >= 0) add(pending_unk);

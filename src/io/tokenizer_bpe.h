@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "submoe/core/status.h"
+#include "submoe/io/tokenizer.h"
 
 namespace submoe::io {
 
@@ -43,8 +44,10 @@ class BpeModel {
                                                   const std::vector<std::pair<std::string, std::string>>& merges,
                                                   BpeOptions options);
 
-  // Appends the ids of one pre-tokenized word. Thread-safe.
-  void tokenize(std::string_view word, std::vector<int32_t>& out) const;
+  using Dropped = DroppedCharacters;
+  // Appends the ids of one pre-tokenized word; adds what it dropped to
+  // `dropped` when given. Thread-safe.
+  void tokenize(std::string_view word, std::vector<int32_t>& out, Dropped* dropped = nullptr) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // nullptr when no vocabulary entry has this id.
@@ -65,7 +68,11 @@ class BpeModel {
   }
 
   BpeModel() = default;
-  void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  void merge_word(std::string_view word, std::vector<int32_t>& out, Dropped& dropped) const;
+  struct CachedWord {
+    std::vector<int32_t> ids;
+    Dropped dropped;
+  };
 
   TokenIdMap vocab_;
   std::vector<const std::string*> id_to_token_;
@@ -76,7 +83,7 @@ class BpeModel {
 
   // Words seen before; cleared when full so memory stays bounded.
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+  mutable std::unordered_map<std::string, CachedWord, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace submoe::io

@@ -66,7 +66,9 @@ Result<TraceRecordSummary> record_trace_file(const std::string& model_path, cons
   summary.load_seconds = seconds_since(t_load);
 
   SUBMOE_ASSIGN_OR_RETURN(const std::string text, io::read_text_file(text_path));
-  const std::vector<int32_t> ids = tok->encode(text, /*add_special_tokens=*/true);
+  auto encoded = tok->encode_lossless(text, /*add_special_tokens=*/true);
+  if (!encoded.is_ok()) return encoded.status().with_context(text_path);
+  const std::vector<int32_t> ids = std::move(*encoded);
   if (ids.empty()) return invalid_argument("trace record: " + text_path + " yields no tokens");
 
   const auto t_record = Clock::now();

@@ -111,6 +111,19 @@ expect_error 1 "does not read" compress --model "$work/extra" --out "$work/extra
 "$bin" eval --model "$work/extra" --text "$calib" --ctx 32 --max-tokens 64 --threads 1 --allow-extra-tensors >/dev/null 2>&1 ||
   { echo "FAIL eval --allow-extra-tensors"; fails=$((fails + 1)); }
 
+# A tokenizer that cannot represent a character (no unk token, no byte
+# fallback) would drop it silently: the prompt or text is refused instead.
+cp -r "$work/model" "$work/noz"
+python3 - "$work/noz/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1])); del t['model']['vocab']['Z']; json.dump(t, open(sys.argv[1], 'w'))
+PY
+printf 'ZZZ ZZ Z\n' >"$work/z.txt"
+expect_error 2 "the tokenizer cannot represent 6 character(s) of the text (the first is U+005A)" run --model "$work/noz" --prompt "ZZZ ZZ Z" -n 1 --threads 1
+expect_error 2 "cannot represent" eval --model "$work/noz" --text "$work/z.txt" --threads 1
+expect_error 2 "cannot represent" trace record --model "$work/noz" --text "$work/z.txt" --out "$work/z.trace" --threads 1
+expect_error 2 "cannot represent" compress --model "$work/noz" --out "$work/z-art" --calib "$work/z.txt" --samples 1 --seq-len 4 --quiet
+
 # Binary text is refused where text is read (calibration, evaluation, traces).
 head -c 4096 /dev/urandom >"$work/binary.txt"
 printf 'valid start \x00 then NUL' >"$work/nul.txt"

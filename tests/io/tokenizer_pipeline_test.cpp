@@ -354,6 +354,35 @@ TEST(TokenizerPipeline, ContinuingSubwordPrefixAndIgnoreMerges) {
   });
 }
 
+// Without unk and byte fallback, tokenizers drops characters outside the
+// vocabulary: encode() does the same (parity), encode_lossless() refuses,
+// naming the count and the first character, also when the word is cached.
+TEST(TokenizerPipeline, DroppedCharactersAreAnErrorForEncodeLossless) {
+  json j = word_json();
+  j["model"]["unk_token"] = nullptr;
+  const Tokenizer t = load(j);
+  EXPECT_EQ(t.encode("abc x\u00e9 ab", false), (std::vector<int32_t>{7, 6, 7}));
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass hits the word cache
+    auto r = t.encode_lossless("abc x\u00e9 ab", false);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("cannot represent 2 character(s) of the text (the first is U+0078)"),
+              std::string::npos)
+        << r.status().to_string();
+  }
+  auto whole = t.encode_lossless("\u00e9\u00e9", false);
+  ASSERT_FALSE(whole.is_ok());
+  EXPECT_NE(whole.status().message().find("U+00E9"), std::string::npos) << whole.status().to_string();
+  auto ok = t.encode_lossless("abc ab", false);
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ(*ok, (std::vector<int32_t>{7, 6, 7}));
+  // With an unk token nothing is dropped.
+  const Tokenizer with_unk = load(word_json());
+  auto u = with_unk.encode_lossless("abc x\u00e9 ab", false);
+  ASSERT_TRUE(u.is_ok());
+  EXPECT_EQ(*u, with_unk.encode("abc x\u00e9 ab", false));
+}
+
 TEST(TokenizerPipeline, EndOfWordSuffixAndBertProcessing) {
   json j = word_json();
   j["model"]["continuing_subword_prefix"] = nullptr;

@@ -46,6 +46,13 @@ namespace submoe::io {
 
 struct TokenizerData;  // the parsed pipeline (src/io/tokenizer_*.h)
 
+// Characters a tokenizer model lost: neither in the vocabulary, nor
+// byte-fallback tokens, nor an unk token (tokenizers drops them silently).
+struct DroppedCharacters {
+  size_t count = 0;
+  std::string first;  // the first such character (UTF-8)
+};
+
 class Tokenizer {
  public:
   // `path` is a tokenizer.json file or a directory holding one. When a
@@ -60,6 +67,10 @@ class Tokenizer {
   // represent become the unk token or are dropped, exactly as tokenizers does.
   // Thread-safe (the word cache is internally locked).
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // The same ids, or kInvalidArgument when the model dropped characters (not
+  // in the vocabulary, no byte fallback, no unk token), naming how many and
+  // the first: what run, eval, compress and trace record read.
+  Result<std::vector<int32_t>> encode_lossless(std::string_view text, bool add_special_tokens = true) const;
 
   // Text of `ids`, as tokenizers' Tokenizer.decode(ids, skip_special_tokens=...).
   // Unknown ids are skipped, like tokenizers does. Always valid UTF-8.
@@ -86,6 +97,7 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
+  std::vector<int32_t> encode_impl(std::string_view text, bool add_special_tokens, DroppedCharacters* dropped) const;
   std::shared_ptr<const TokenizerData> data_;
   std::optional<int32_t> bos_id_;
   std::optional<int32_t> eos_id_;
