@@ -1,0 +1,27 @@
+# ThreadSanitizer build of the concurrency tests (SUBMOE_TSAN=ON builds only
+# this): the thread pool, the expert cache and the prefetcher, compiled with
+# the sources they exercise. scripts/test.sh runs it in CI:
+#   cmake -S . -B build-tsan -DSUBMOE_TSAN=ON && cmake --build build-tsan
+#   ctest --test-dir build-tsan
+find_package(GTest REQUIRED)
+include(GoogleTest)
+enable_testing()
+set(src ${PROJECT_SOURCE_DIR}/src)
+set(tst ${PROJECT_SOURCE_DIR}/tests)
+file(GLOB tsan_core_sources ${src}/core/*.cpp)
+add_executable(test_concurrency_tsan
+  ${tsan_core_sources}
+  ${src}/offload/expert_cache.cpp ${src}/offload/prefetcher.cpp ${src}/offload/cache_simulator.cpp
+  ${src}/offload/routing_trace.cpp
+  ${tst}/core/thread_pool_test.cpp
+  ${tst}/offload/expert_cache_test.cpp ${tst}/offload/cache_stress_test.cpp ${tst}/offload/prefetcher_test.cpp
+  ${tst}/offload/offload_test_util.cpp)
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+target_include_directories(test_concurrency_tsan PRIVATE ${PROJECT_SOURCE_DIR}/include ${src} ${tst} ${tst}/offload
+  ${XXHASH_INCLUDE_DIR})
+target_compile_options(test_concurrency_tsan PRIVATE -fsanitize=thread -g -O1)
+target_link_options(test_concurrency_tsan PRIVATE -fsanitize=thread)
+target_compile_definitions(test_concurrency_tsan PRIVATE SUBMOE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(test_concurrency_tsan PRIVATE submoe_flags Threads::Threads GTest::gtest GTest::gtest_main)
+gtest_discover_tests(test_concurrency_tsan DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 900 LABELS "tsan"
+  TEST_PREFIX "tsan.")
