@@ -194,4 +194,26 @@ elif grep -q "skipped:" "$BENCH_OUT"; then
 else
   pass "benchmark"
 fi
+
+# The device host's CPU usually has AVX-512, which the CI host lacks: run the
+# CPU kernel tests there with SUBMOE_REQUIRE_AVX512=1, so the AVX-512 kernels
+# are exercised somewhere (tests/kernels/isa_coverage_test.cpp).
+if grep -q avx512f /proc/cpuinfo; then
+  phase "CPU kernel tests with AVX-512 (SUBMOE_REQUIRE_AVX512=1)"
+  if run_logged "$(budget 150)" cmake --build "$BUILD" -j "$JOBS" --target test_kernels; then
+    AVX_OUT="$RESULTS/avx512_kernel_tests.txt"
+    SUBMOE_REQUIRE_AVX512=1 run_logged "$(budget 150)" "$BUILD/tests/test_kernels" >"$AVX_OUT"
+    avx_rc=$?
+    tail -n 30 "$AVX_OUT"
+    if [ "$avx_rc" -ne 0 ]; then
+      fail "CPU kernel tests with AVX-512: exit $avx_rc"
+    else
+      pass "CPU kernel tests with AVX-512: $(grep -c '^\[       OK \]' "$AVX_OUT") passed, $(grep -c '^\[  SKIPPED \]' "$AVX_OUT") skipped"
+    fi
+  else
+    fail "build of test_kernels"
+  fi
+else
+  echo "(device host CPU has no AVX-512: AVX-512 kernels not exercised here either)"
+fi
 finish
