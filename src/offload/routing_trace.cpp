@@ -1,5 +1,7 @@
 #include "submoe/offload/routing_trace.h"
 
+#include "submoe/io/file_util.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -89,10 +91,9 @@ Result<RoutingTrace> RoutingTrace::parse(const uint8_t* data, size_t size, const
 }
 
 Result<RoutingTrace> RoutingTrace::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open trace " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return parse(bytes.data(), bytes.size(), path);
+  auto bytes = io::read_file_to_string(path);  // a directory or device is an error, not an exception
+  if (!bytes.is_ok()) return bytes.status().with_context("routing trace");
+  return parse(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), path);
 }
 
 }  // namespace submoe::offload

@@ -43,7 +43,10 @@ done
 expect_error 105 "--threads: must be an integer in" run --model "$work/model" --prompt hi --threads -3
 
 # A directory where a file is expected: a message, not an abort.
-expect_error 1 "Is a directory" trace stats "$work"
+expect_error 1 "routing trace: $work: not a regular file" trace stats "$work"
+expect_error 1 "routing trace: $work: not a regular file" project --config "$src/configs/t1.json" --rate 1 --dram-gb 64 --profile "$work"
+expect_error 1 "routing trace: $work: not a regular file" trace simulate "$work" --policy lru --capacity 0.5
+expect_error 2 "rate must be in (0, 64] bits per weight" project --config "$src/configs/t1.json" --rate nan --dram-gb 64
 
 # Generation is bounded by the model's context (256 positions in the fixture):
 # -n beyond it stops at the context (no reservation for ten million tokens), a
@@ -123,6 +126,16 @@ expect_error 2 "the tokenizer cannot represent 6 character(s) of the text (the f
 expect_error 2 "cannot represent" eval --model "$work/noz" --text "$work/z.txt" --threads 1
 expect_error 2 "cannot represent" trace record --model "$work/noz" --text "$work/z.txt" --out "$work/z.trace" --threads 1
 expect_error 2 "cannot represent" compress --model "$work/noz" --out "$work/z-art" --calib "$work/z.txt" --samples 1 --seq-len 4 --quiet
+
+# synth-model, roofline and info refuse what they cannot honour.
+sm=(synth-model --arch qwen3_moe --experts 4 --ffn 32 --out "$work/synth")
+expect_error 1 "model_type 'bogus' is not supported" synth-model --arch bogus --layers 2 --experts 4 --hidden 64 --ffn 32 --out "$work/synth"
+expect_error 2 "--layers must be positive, got 0" "${sm[@]}" --layers 0 --hidden 64
+expect_error 2 "parameters; the limit is 1e15" "${sm[@]}" --layers 2 --hidden 1000000000
+expect_error 2 "--top-k must be in [1, --experts=4], got 9" "${sm[@]}" --layers 2 --hidden 64 --top-k 9
+expect_error 2 "--file-mb must be in 16..4194304" roofline --dir "$work" --file-mb -5 --quick
+expect_error 1 "No such file or directory" roofline --dir "$work/no/such/dir" --quick
+expect_error 109 "The following argument was not expected: --bogus" info --bogus
 
 # Binary text is refused where text is read (calibration, evaluation, traces).
 head -c 4096 /dev/urandom >"$work/binary.txt"
