@@ -27,6 +27,7 @@ struct EvalOptions {
   size_t chunk = 256;
   int threads = 0;
   bool json = false;
+  bool profile = false;
 };
 
 Status run_eval(const EvalOptions& o) {
@@ -50,6 +51,11 @@ Status run_eval(const EvalOptions& o) {
   lo.context = o.context;
   lo.max_tokens = o.max_tokens;
   lo.chunk = o.chunk;
+  model::OpProfile profile;
+  if (o.profile) {
+    profile.attach_pool(&pool);
+    lo.profile = &profile;
+  }
   auto last = std::chrono::steady_clock::now();
   SUBMOE_ASSIGN_OR_RETURN(
       eval::LossResult r,
@@ -79,6 +85,7 @@ Status run_eval(const EvalOptions& o) {
     j["artifact"] = artifact;
     j["execution"] = artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr);
     j["expert_cache"] = offload_json(loaded, o.m);
+    if (o.profile) j["profile"] = profile.to_json();
     std::cout << j.dump() << "\n";
   } else {
     std::printf("%s on %s: %zu tokens scored in %zu windows of %zu\n", o.m.model.c_str(), o.text.c_str(),
@@ -87,6 +94,7 @@ Status run_eval(const EvalOptions& o) {
                 r.tokens_per_s, threads,
                 artifact ? (", artifact, " + loaded.execution + " experts").c_str() : "");
     if (loaded.offload) std::printf("%s\n", offload_summary(loaded).substr(3).c_str());
+    if (o.profile) std::fputs(profile.table("eval").c_str(), stderr);
   }
   return Status::ok();
 }
@@ -120,6 +128,8 @@ void setup_eval(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
       ->check(thread_count(true));
   add_model_flags(cmd, &o->m);
+  cmd->add_flag("--profile", o->profile,
+                "time every forward by op class (as run --profile): a table on stderr, or \"profile\" in --json");
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o] { report("eval", run_eval(*o)); });
 }

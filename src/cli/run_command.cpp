@@ -45,6 +45,7 @@ struct RunOptions {
   bool json = false;
   std::string trace_out;
   bool prompt_given = false;  // --prompt was on the command line (it may be "")
+  bool profile = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -133,6 +134,12 @@ Status run(const RunOptions& o) {
   // The prompt in chunks of --prefill-chunk tokens: activation memory stays
   // bounded by the chunk (the KV cache holds the rest), and a long prompt
   // shows progress on a terminal.
+  // --profile: the prefill and the decode steps timed by op class, apart.
+  model::OpProfile prefill_profile, decode_profile;
+  if (o.profile) {
+    prefill_profile.attach_pool(&pool);
+    session.set_profile(&prefill_profile);
+  }
   std::vector<float> logits;
   const auto t_prefill = Clock::now();
   const size_t chunk = static_cast<size_t>(o.prefill_chunk);
@@ -161,9 +168,18 @@ Status run(const RunOptions& o) {
   int generated = 0, decode_steps = 0;
   std::string text;
   bool hit_eos = false;
+  if (o.profile) {
+    decode_profile.attach_pool(&pool);
+    session.set_profile(&decode_profile);
+  }
+  model::OpProfile* const sampling_profile = o.profile ? &decode_profile : nullptr;
   const auto t_decode = Clock::now();
   while (generated < max_new) {
-    const int32_t next = sampler.sample(logits);
+    int32_t next = 0;
+    {
+      model::ScopedOpTimer timer(sampling_profile, model::OpClass::kSampling);
+      next = sampler.sample(logits);
+    }
     if (!o.ignore_eos && eos.count(next)) {
       hit_eos = true;
       break;
@@ -204,11 +220,16 @@ Status run(const RunOptions& o) {
                          {"threads", threads},
                          {"peak_rss_mb", peak_rss_mb()},
                          {"expert_cache", offload_json(loaded, o.m)}};
+    if (o.profile) j["profile"] = {{"prefill", prefill_profile.to_json()}, {"decode", decode_profile.to_json()}};
     std::cout << j.dump() << "\n";
     return Status::ok();
   }
   std::fputc('\n', stdout);
   std::fflush(stdout);
+  if (o.profile) {
+    std::fputs(prefill_profile.table("prefill").c_str(), stderr);
+    std::fputs(decode_profile.table("decode").c_str(), stderr);
+  }
   std::fprintf(stderr,
                "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
                "(%.1f tok/s) | %d generated, stop: %s | %d threads%s%s\n",
@@ -263,6 +284,10 @@ void setup_run(CLI::App& root) {
   cmd->add_option("--trace-out", o->trace_out,
                   "write the routing of the prompt and of every generated token (docs/trace-format.md), e.g.\n"
                   "for `submoe trace simulate`");
+  cmd->add_flag("--profile", o->profile,
+                "time the prefill and every decode step by op class (attention projections and core, router, expert\n"
+                "fetch and kernels by representation, MoE combine, lm_head, norms, sampling, thread-pool hand-offs\n"
+                "and waits): a table on stderr, or \"profile\" {prefill, decode} in the --json object");
   cmd->add_flag("--json", o->json,
                 "print one JSON object (text, prefill/decode tokens/s, peak RSS, expert-cache figures) instead of\n"
                 "streaming the text");

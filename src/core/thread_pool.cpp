@@ -84,10 +84,18 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   }
   wake_.notify_all();
   fn(0);
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  const bool account = account_waits_.load(std::memory_order_relaxed);
+  const auto t0 = account ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return pending_.load() == 0; });
   }
+  if (account)
+    wait_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - t0)
+                                                 .count()),
+                       std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   job_ = nullptr;
 }

@@ -27,6 +27,7 @@ Result<LossResult> next_token_loss(const model::MoeModel& model, std::span<const
   const size_t V = static_cast<size_t>(model.config().vocab_size);
   const auto start = std::chrono::steady_clock::now();
   model::Session session(model, pool);
+  session.set_profile(options.profile);
   session.reserve(std::min(N, tokens.size()));
   std::vector<float> logits;
   LossResult r;

@@ -4,6 +4,7 @@
 // optional sliding-window mask, fp32 softmax, output projection.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "attention_kernels.h"
 #include "blocks.h"
@@ -66,12 +67,16 @@ void attention_block(const BlockContext& ctx, size_t layer, KvCache& cache) {
                nKV = static_cast<size_t>(c.num_key_value_heads);
   const size_t qw = nH * D, kw = nKV * D, half = D / 2;
 
-  L.q->forward(s.x.data(), T, s.q.data(), ctx.pool);
-  L.k->forward(s.x.data(), T, s.k.data(), ctx.pool);
-  L.v->forward(s.x.data(), T, s.v.data(), ctx.pool);
-  if (!L.q_bias.empty()) add_rows(s.q.data(), L.q_bias.data(), T, qw);
-  if (!L.k_bias.empty()) add_rows(s.k.data(), L.k_bias.data(), T, kw);
-  if (!L.v_bias.empty()) add_rows(s.v.data(), L.v_bias.data(), T, kw);
+  {
+    ScopedOpTimer timer(ctx.profile, OpClass::kAttnProj);
+    L.q->forward(s.x.data(), T, s.q.data(), ctx.pool);
+    L.k->forward(s.x.data(), T, s.k.data(), ctx.pool);
+    L.v->forward(s.x.data(), T, s.v.data(), ctx.pool);
+    if (!L.q_bias.empty()) add_rows(s.q.data(), L.q_bias.data(), T, qw);
+    if (!L.k_bias.empty()) add_rows(s.k.data(), L.k_bias.data(), T, kw);
+    if (!L.v_bias.empty()) add_rows(s.v.data(), L.v_bias.data(), T, kw);
+  }
+  std::optional<ScopedOpTimer> core(std::in_place, ctx.profile, OpClass::kAttnCore);
   qk_norm_and_clip(c, L, s, T);
 
   for (size_t t = 0; t < T; ++t) {
@@ -107,6 +112,8 @@ void attention_block(const BlockContext& ctx, size_t layer, KvCache& cache) {
   else
     run(0, T * nH, 0);
 
+  core.reset();
+  ScopedOpTimer timer(ctx.profile, OpClass::kAttnProj);
   L.o->forward(s.attn.data(), T, s.block.data(), ctx.pool);
   if (!L.o_bias.empty()) add_rows(s.block.data(), L.o_bias.data(), T, static_cast<size_t>(c.hidden_size));
 }

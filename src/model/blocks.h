@@ -11,6 +11,7 @@ struct BlockContext {
   Session::Scratch& s;
   size_t num_tokens;      // T
   size_t first_position;  // position of token 0
+  OpProfile* profile = nullptr;  // null: not profiling
 };
 
 // s.block = Attn(s.x) for layer `layer`; writes the new keys/values at positions

@@ -3,6 +3,8 @@
 // ascending expert order, plus Qwen2-MoE's sigmoid-gated shared expert) and the
 // dense SwiGLU MLP of non-sparse layers.
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <cstring>
 
 #include "blocks.h"
@@ -23,10 +25,12 @@ void run_expert(const BlockContext& ctx, const ExpertOps& ops, size_t e, Session
   Session::Scratch& s = ctx.s;
   const size_t H = static_cast<size_t>(ctx.model.config().hidden_size);
   const size_t begin = s.groups.offsets[e], n = s.groups.count(e);
+  const auto t0 = ctx.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   ts.xg.resize(n * H);
   for (size_t i = 0; i < n; ++i)
     std::memcpy(&ts.xg[i * H], &s.x[s.groups.tokens[begin + i] * H], H * sizeof(float));
   swiglu(*ops.gate, *ops.up, *ops.down, ts.xg.data(), n, &s.expert_out[begin * H], ts.g, ts.u, pool);
+  if (ctx.profile) ctx.profile->add_expert_op(*ops.gate, ScopedOpTimer::elapsed_ns(t0));
 }
 
 Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
@@ -37,6 +41,7 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
   const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size);
   const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.num_experts_per_tok);
 
+  std::optional<ScopedOpTimer> phase(std::in_place, ctx.profile, OpClass::kRouter);
   s.router_logits.resize(T * E);
   L.router->forward(s.x.data(), T, s.router_logits.data(), ctx.pool);
   route_softmax_top_k(s.router_logits, T, E, k, c.norm_topk_prob, &s.routing);
@@ -51,8 +56,10 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
   }
 
   ExpertProvider& provider = m.experts();
+  phase.emplace(ctx.profile, OpClass::kExpertFetch);
   SUBMOE_RETURN_IF_ERROR(provider.begin_layer(static_cast<int>(layer), s.active).with_context(
       "layer " + std::to_string(layer) + " experts"));
+  phase.emplace(ctx.profile, OpClass::kExperts);
   s.expert_out.resize(T * k * H);
   const size_t threads = ctx.pool ? static_cast<size_t>(ctx.pool->num_threads()) : 1;
   const ExpertOps first = provider.ops(static_cast<int>(layer), s.active.front());
@@ -72,6 +79,7 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
       run_expert(ctx, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), s.threads[0], ctx.pool);
   }
   provider.end_layer(static_cast<int>(layer));
+  phase.emplace(ctx.profile, OpClass::kMoeCombine);
 
   // y[t] = sum over experts in ascending id of w * Expert(x[t]), as HF's index_add_.
   std::fill(s.block.begin(), s.block.begin() + static_cast<ptrdiff_t>(T * H), 0.0f);
@@ -86,6 +94,7 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
   }
 
   if (L.shared_expert.gate) {
+    phase.emplace(ctx.profile, OpClass::kSharedExpert);
     s.shared_out.resize(T * H);
     s.gate_scalar.resize(T);
     swiglu(*L.shared_expert.gate, *L.shared_expert.up, *L.shared_expert.down, s.x.data(), T, s.shared_out.data(),
@@ -115,6 +124,7 @@ void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, cons
 Status ffn_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
   const LayerWeights& L = ctx.model.weights().layers[layer];
   if (L.sparse) return sparse_block(ctx, layer, observer);
+  ScopedOpTimer timer(ctx.profile, OpClass::kDenseMlp);
   swiglu(*L.mlp.gate, *L.mlp.up, *L.mlp.down, ctx.s.x.data(), ctx.num_tokens, ctx.s.block.data(), ctx.s.threads[0].g,
          ctx.s.threads[0].u, ctx.pool);
   return Status::ok();

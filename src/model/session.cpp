@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstring>
 
 #include "blocks.h"
@@ -32,39 +33,53 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
     return Status::ok();
   }
 
+  const auto t_forward = std::chrono::steady_clock::now();
   Scratch& s = *scratch_;
   s.resize_for(c, T);
 
   const size_t p0 = cache_.length();
   cache_.ensure_room(T);
-  for (size_t t = 0; t < T; ++t) {
-    model_.weights().embed.lookup(static_cast<size_t>(tokens[t]), &s.h[t * H]);
-    model_.rope().angles(p0 + t, &s.cos[t * D / 2], &s.sin[t * D / 2]);
+  {
+    ScopedOpTimer timer(profile_, OpClass::kEmbed);
+    for (size_t t = 0; t < T; ++t) {
+      model_.weights().embed.lookup(static_cast<size_t>(tokens[t]), &s.h[t * H]);
+      model_.rope().angles(p0 + t, &s.cos[t * D / 2], &s.sin[t * D / 2]);
+    }
   }
 
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const detail::BlockContext ctx{model_, pool_, s, T, p0};
+  const detail::BlockContext ctx{model_, pool_, s, T, p0, profile_};
   for (size_t l = 0; l < model_.weights().layers.size(); ++l) {
     const LayerWeights& L = model_.weights().layers[l];
-    for (size_t t = 0; t < T; ++t) detail::rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.input_norm.data(), eps);
+    {
+      ScopedOpTimer timer(profile_, OpClass::kNorm);
+      for (size_t t = 0; t < T; ++t) detail::rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.input_norm.data(), eps);
+    }
     detail::attention_block(ctx, l, cache_);
-    for (size_t i = 0; i < T * H; ++i) s.h[i] += s.block[i];
-    for (size_t t = 0; t < T; ++t)
-      detail::rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.post_attention_norm.data(), eps);
+    {
+      ScopedOpTimer timer(profile_, OpClass::kNorm);
+      for (size_t i = 0; i < T * H; ++i) s.h[i] += s.block[i];
+      for (size_t t = 0; t < T; ++t)
+        detail::rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.post_attention_norm.data(), eps);
+    }
     Status st = detail::ffn_block(ctx, l, observer_);
     if (!st.is_ok()) return st;  // the cache keeps its old length: the batch is dropped
+    ScopedOpTimer timer(profile_, OpClass::kNorm);
     for (size_t i = 0; i < T * H; ++i) s.h[i] += s.block[i];
   }
   cache_.advance(T);
 
-  if (mode == LogitsMode::kNone) return Status::ok();
-  const size_t first_row = mode == LogitsMode::kLast ? T - 1 : 0;
-  const size_t rows = T - first_row;
-  s.final_x.resize(rows * H);
-  for (size_t r = 0; r < rows; ++r)
-    detail::rms_norm_to(&s.h[(first_row + r) * H], &s.final_x[r * H], H, model_.weights().final_norm.data(), eps);
-  logits->resize(rows * V);
-  model_.weights().lm_head->forward(s.final_x.data(), rows, logits->data(), pool_);
+  if (mode != LogitsMode::kNone) {
+    ScopedOpTimer timer(profile_, OpClass::kLmHead);
+    const size_t first_row = mode == LogitsMode::kLast ? T - 1 : 0;
+    const size_t rows = T - first_row;
+    s.final_x.resize(rows * H);
+    for (size_t r = 0; r < rows; ++r)
+      detail::rms_norm_to(&s.h[(first_row + r) * H], &s.final_x[r * H], H, model_.weights().final_norm.data(), eps);
+    logits->resize(rows * V);
+    model_.weights().lm_head->forward(s.final_x.data(), rows, logits->data(), pool_);
+  }
+  if (profile_) profile_->add_forward(T, ScopedOpTimer::elapsed_ns(t_forward));
   return Status::ok();
 }
 

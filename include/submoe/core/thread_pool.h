@@ -44,6 +44,16 @@ class ThreadPool {
   // Runs fn(thread_index) once on each of the num_threads() threads.
   void run_on_all(const std::function<void(int)>& fn);
 
+  // Hand-offs to the workers (run_on_all calls that reached them) and, when
+  // wait accounting is on, the time the caller spent waiting for them after
+  // finishing its own share (a profile's "thread-pool waits").
+  struct Stats {
+    uint64_t round_trips = 0;
+    uint64_t wait_ns = 0;
+  };
+  Stats stats() const { return {round_trips_.load(std::memory_order_relaxed), wait_ns_.load(std::memory_order_relaxed)}; }
+  void set_wait_accounting(bool on) { account_waits_.store(on, std::memory_order_relaxed); }
+
  private:
   void worker_loop(int index);
 
@@ -57,6 +67,9 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> account_waits_{false};
+  std::atomic<uint64_t> round_trips_{0};
+  std::atomic<uint64_t> wait_ns_{0};
 };
 
 // Number of hardware threads (>= 1).

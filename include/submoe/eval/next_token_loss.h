@@ -28,6 +28,8 @@ struct LossOptions {
   // Tokens per forward call inside a window: bounds the logits buffer to
   // chunk x vocab floats; the KV cache carries the context between chunks.
   size_t chunk = 256;
+  // Times every forward by op class (eval --profile); null: off.
+  model::OpProfile* profile = nullptr;
 };
 
 struct LossResult {

@@ -20,6 +20,7 @@
 #include "submoe/model/architecture.h"
 #include "submoe/model/kv_cache.h"
 #include "submoe/model/model_weights.h"
+#include "submoe/model/op_profile.h"
 #include "submoe/model/rope.h"
 #include "submoe/model/router.h"
 
@@ -91,6 +92,9 @@ class Session {
   void reserve(size_t positions) { cache_.reserve(positions); }
   const KvCache& cache() const { return cache_; }
   void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
+  // Times every forward by op class into `profile` (null: off); it must
+  // outlive the session or be reset to null.
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
   struct Scratch;  // per-forward buffers (src/model/session_scratch.h)
 
@@ -99,6 +103,7 @@ class Session {
   ThreadPool* pool_;
   KvCache cache_;
   RoutingObserver observer_;
+  OpProfile* profile_ = nullptr;
   std::unique_ptr<Scratch> scratch_;
 };
 
