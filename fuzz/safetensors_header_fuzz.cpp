@@ -5,7 +5,7 @@
 // reader's promises:
 //   - every tensor's data lies inside the file and inside the data section,
 //     data == mapping + file_offset, nbytes == numel() * dtype_size (numel()
-//     computed from the accepted shape must not overflow);
+//     of the accepted shape must not overflow at any prefix);
 //   - the tensors tile the data section exactly (in file order, no gap, no
 //     overlap, nothing left over) and find(name) returns each one;
 //   - check_finite runs on every float tensor, and for F32 / BF16 / F16 agrees
@@ -56,8 +56,8 @@ bool is_float(DType d) {
          d == DType::kF8E5M2;
 }
 
-// Shape product in unsigned arithmetic (the reference for numel()), or false
-// when it does not fit in int64_t at some prefix.
+// The shape's product computed as numel() does (int64_t, left to right), or
+// false where a dimension is negative or some prefix overflows.
 bool checked_numel(const std::vector<int64_t>& shape, int64_t* out) {
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -73,8 +73,6 @@ void check_tensor(const SafetensorsFile& f, const TensorView& t) {
   require(t.file == f.path());
   require(t.file_offset >= f.data_offset() && t.file_offset <= size && t.nbytes <= size - t.file_offset);
   require(t.data == f.header_bytes().data() + t.file_offset);
-  // The view's own numel() multiplies int64_t dimensions left to right: an
-  // accepted shape must not overflow it.
   int64_t numel = 0;
   require(checked_numel(t.shape, &numel));
   require(t.numel() == numel);

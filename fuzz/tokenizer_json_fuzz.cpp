@@ -44,13 +44,15 @@ bool valid_utf8_allowing_nul(std::string_view s) {
   return true;
 }
 
+constexpr char kNulText[] = "nul\0byte \x01\x7F";
+
 constexpr std::string_view kTexts[] = {
     "Hello, world! The quick brown fox jumps over the lazy dog 1234567890.",
     "  leading spaces\tand\ttabs\nnew lines\r\n  ",
     "caf\xC3\xA9 na\xC3\xAFve \xE4\xB8\xAD\xE6\x96\x87 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E "
     "\xF0\x9F\x98\x80\xF0\x9F\x91\x8D e\xCC\x81 \xEF\xAC\x81",
     "bad \xFF\xFE bytes \xC3 \xE4\xB8 \xF0\x9F\x98 \xED\xA0\x80 \xC0\xAF \xF4\x90\x80\x80 end",
-    std::string_view("nul\0byte \x01\x7F", 14),
+    std::string_view(kNulText, sizeof kNulText - 1),
     "<s></s><unk><|endoftext|><|im_start|>user<|im_end|> <0x41>\xE2\x96\x81word",
     "",
 };

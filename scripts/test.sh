@@ -2,8 +2,8 @@
 # The whole test suite: Release build (warnings are errors, CUDA compiled and
 # linked when nvcc exists) + all tests, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
-# ThreadSanitizer, then a short libFuzzer run of
-# the codec validators (ternary_dict, rvq) when clang exists.
+# ThreadSanitizer, then short libFuzzer runs of every parser and packed
+# validator (fuzz/) when clang exists.
 #   SUBMOE_SKIP_SANITIZE=1 scripts/test.sh   # only the Release pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,13 +22,27 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 fi
 if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
-  echo "== libFuzzer smoke runs of the codec validators + decoders (ternary 30 s, rvq 20 s)"
+  echo "== libFuzzer smoke runs: codec validators, safetensors, config.json, tokenizer.json, traces, manifest"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_FUZZ=ON \
     -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
-  cmake --build build-fuzz --target fuzz_ternary_packed fuzz_rvq_packed -j "$jobs"
-  mkdir -p build-fuzz/corpus build-fuzz/corpus-rvq
-  build-fuzz/fuzz/fuzz_ternary_packed -max_total_time=30 -print_final_stats=1 build-fuzz/corpus fuzz/corpus/ternary_packed 2>&1 | tail -n 3
-  build-fuzz/fuzz/fuzz_rvq_packed -max_total_time=20 -print_final_stats=1 build-fuzz/corpus-rvq 2>&1 | tail -n 3
+  targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed)
+  cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
+  for t in "${targets[@]}"; do
+    seconds=8
+    case $t in ternary_packed) seconds=20 ;; rvq_packed) seconds=15 ;; esac
+    args=(-max_total_time=$seconds -print_final_stats=1)
+    [ -f "fuzz/dicts/$t.dict" ] && args+=("-dict=fuzz/dicts/$t.dict")
+    mkdir -p "build-fuzz/corpus-$t"
+    seeds=()
+    [ -d "fuzz/corpus/$t" ] && seeds=("fuzz/corpus/$t")
+    echo "-- fuzz_$t (${seconds} s)"
+    if ! "build-fuzz/fuzz/fuzz_$t" "${args[@]}" "build-fuzz/corpus-$t" "${seeds[@]}" >"build-fuzz/fuzz_$t.log" 2>&1; then
+      tail -n 40 "build-fuzz/fuzz_$t.log"
+      echo "fuzz_$t found a failure (log above; the input is in the current directory)"
+      exit 1
+    fi
+    grep -E "^stat::number_of_executed_units" "build-fuzz/fuzz_$t.log" || true
+  done
 fi
 # Loudly, what this host could not exercise (tests/kernels/isa_coverage_test.cpp).
 if ! build/submoe info | grep -q "avx512: 1"; then

@@ -524,6 +524,7 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "vocab_size", c.vocab_size));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "hidden_size", c.hidden_size));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "num_hidden_layers", c.num_hidden_layers));
+  SUBMOE_RETURN_IF_ERROR(require_positive(f, "num_attention_heads", c.num_attention_heads));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "num_key_value_heads", c.num_key_value_heads));
   SUBMOE_RETURN_IF_ERROR(require_positive(f, "max_position_embeddings", c.max_position_embeddings));
   SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_hidden_layers", c.num_hidden_layers, int64_t{1} << 12));
@@ -532,6 +533,18 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
   SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_experts", c.num_experts, int64_t{1} << 20));
   SUBMOE_RETURN_IF_ERROR(require_at_most(f, "max_position_embeddings", c.max_position_embeddings, int64_t{1} << 26));
   if (c.head_dim <= 0) return f.error("head_dim", "must be positive, got " + std::to_string(c.head_dim));
+  // Widths the weight loader multiplies (heads x head_dim, rows x columns):
+  // bounded far above any real model so no product can overflow.
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_attention_heads", c.num_attention_heads, int64_t{1} << 16));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "num_key_value_heads", c.num_key_value_heads, int64_t{1} << 16));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "head_dim", c.head_dim, int64_t{1} << 16));
+  if (c.num_attention_heads * c.head_dim > (int64_t{1} << 22))
+    return f.error("head_dim", "x num_attention_heads = " + std::to_string(c.num_attention_heads * c.head_dim) +
+                                   " is beyond any model (at most 4194304)");
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "intermediate_size", c.intermediate_size, int64_t{1} << 22));
+  SUBMOE_RETURN_IF_ERROR(require_at_most(f, "moe_intermediate_size", c.moe_intermediate_size, int64_t{1} << 22));
+  SUBMOE_RETURN_IF_ERROR(
+      require_at_most(f, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, int64_t{1} << 22));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     return f.error("num_key_value_heads", "(" + std::to_string(c.num_key_value_heads) +
                                               ") must divide num_attention_heads (" +

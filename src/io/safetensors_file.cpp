@@ -38,6 +38,7 @@ Status parse_entry(const std::string& name, const nlohmann::json& entry, uint64_
   if (!sh->is_array()) return corrupt_data(std::string("'shape' is a JSON ") + json_type_name(*sh) + ", not an array");
   std::vector<int64_t> shape;
   uint64_t numel = 1;
+  uint64_t nonzero_product = 1;  // bounds every prefix product TensorView::numel() forms
   bool overflow = false;
   for (const auto& d : *sh) {
     if (d.is_number_integer() && !d.is_number_unsigned())
@@ -46,9 +47,14 @@ Status parse_entry(const std::string& name, const nlohmann::json& entry, uint64_
       return corrupt_data(std::string("'shape' holds a JSON ") + json_type_name(d) + ", not a non-negative integer");
     const uint64_t v = d.get<uint64_t>();
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
-    // A zero dimension makes numel 0 whatever follows, but each factor must still fit.
-    if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / v) overflow = true;
-    numel *= v;
+    // A zero dimension makes numel 0 whatever follows, but the product of the
+    // other dimensions must still fit in int64 ([2^62, 2, 0] would overflow
+    // numel()'s running product before the 0).
+    if (v != 0) {
+      if (nonzero_product > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / v) overflow = true;
+      else nonzero_product *= v;
+    }
+    numel = v == 0 ? 0 : numel * v;
     shape.push_back(static_cast<int64_t>(v));
   }
   const uint64_t esize = dtype_size(dtype);

@@ -183,6 +183,10 @@ Status check_finite(const TensorView& t) {
     case DType::kBF16: bad = first_all_ones_exponent<uint16_t>(t.data, n, 0x7f80u); break;
     case DType::kF16: bad = first_all_ones_exponent<uint16_t>(t.data, n, 0x7c00u); break;
     case DType::kF64: bad = first_all_ones_exponent<uint64_t>(t.data, n, 0x7ff0000000000000ull); break;
+    // F8_E5M2 has IEEE-style inf/NaN (exponent all ones); F8_E4M3 (the
+    // "fn" variant) has no inf and NaN only at S.1111.111.
+    case DType::kF8E5M2: bad = first_all_ones_exponent<uint8_t>(t.data, n, 0x7cu); break;
+    case DType::kF8E4M3: bad = first_all_ones_exponent<uint8_t>(t.data, n, 0x7fu); break;
     default: return Status::ok();
   }
   if (bad == n) return Status::ok();

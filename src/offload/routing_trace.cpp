@@ -72,15 +72,21 @@ Result<RoutingTrace> RoutingTrace::parse(const uint8_t* data, size_t size, const
   RoutingTrace t(read_le<uint32_t>(data + 12), read_le<uint32_t>(data + 16), read_le<uint32_t>(data + 20));
   const uint64_t tokens = read_le<uint64_t>(data + 24);
   if (read_le<uint32_t>(data + 32) != kHeaderBytes) return corrupt_data(name + ": unexpected header size");
-  if (t.num_layers_ == 0 || t.num_experts_ == 0 || t.top_k_ == 0 || t.top_k_ > t.num_experts_ || t.num_experts_ > 65536) {
-    return corrupt_data(name + ": invalid layers/experts/top_k in header");
+  // Bounded as config.json's counts are (io/hf_config.h): statistics and
+  // simulations allocate layers x experts counters.
+  if (t.num_layers_ == 0 || t.num_experts_ == 0 || t.top_k_ == 0 || t.top_k_ > t.num_experts_ ||
+      t.num_experts_ > kMaxTraceExperts || t.num_layers_ > kMaxTraceLayers) {
+    return corrupt_data(name + ": invalid layers/experts/top_k in header (" + std::to_string(t.num_layers_) + " layers, " +
+                        std::to_string(t.num_experts_) + " experts, top-" + std::to_string(t.top_k_) + "; at most " +
+                        std::to_string(kMaxTraceLayers) + " layers and " + std::to_string(kMaxTraceExperts) +
+                        " experts)");
   }
   const uint64_t per_token = uint64_t{t.num_layers_} * t.top_k_ * sizeof(ExpertChoice);
   if (tokens > (size - kHeaderBytes) / per_token || kHeaderBytes + tokens * per_token != size) {
     return corrupt_data(name + ": size " + std::to_string(size) + " does not match " + std::to_string(tokens) + " tokens");
   }
   t.choices_.resize(tokens * t.num_layers_ * t.top_k_);
-  std::memcpy(t.choices_.data(), data + kHeaderBytes, tokens * per_token);
+  if (tokens > 0) std::memcpy(t.choices_.data(), data + kHeaderBytes, tokens * per_token);
   for (size_t i = 0; i < t.choices_.size(); ++i) {
     if (t.choices_[i].expert >= t.num_experts_) {
       return corrupt_data(name + ": expert id " + std::to_string(t.choices_[i].expert) + " out of range at choice " +

@@ -58,5 +58,28 @@ TEST(CheckFinite, EveryFloatDtypeFindsNanAndInfinitiesAtTheirElement) {
   EXPECT_TRUE(check_finite(view_of(u, DType::kU16)).is_ok());
 }
 
+// Both fp8 formats, every byte: check_finite flags exactly the values the
+// converter turns into NaN or infinity (E5M2: exponent all ones; E4M3fn:
+// S.1111.111 only).
+TEST(CheckFinite, Fp8AgreesWithTheConverterOnEveryByte) {
+  for (DType dtype : {DType::kF8E5M2, DType::kF8E4M3}) {
+    int flagged = 0;
+    for (int b = 0; b < 256; ++b) {
+      const std::vector<uint8_t> one = {0x00, static_cast<uint8_t>(b)};
+      const TensorView t = view_of(one, dtype);
+      auto f = to_f32(t);
+      ASSERT_TRUE(f.is_ok());
+      const bool finite = std::isfinite((*f)[1]);
+      const Status s = check_finite(t);
+      EXPECT_EQ(s.is_ok(), finite) << dtype_name(dtype) << " byte " << b;
+      if (!s.is_ok()) {
+        EXPECT_NE(s.message().find("element 1"), std::string::npos) << s.message();
+        ++flagged;
+      }
+    }
+    EXPECT_EQ(flagged, dtype == DType::kF8E5M2 ? 8 : 2) << dtype_name(dtype);
+  }
+}
+
 }  // namespace
 }  // namespace submoe::io

@@ -455,6 +455,15 @@ TEST(HfConfig, InconsistentValuesAreErrors) {
   expect_error(R"({"model_type":"mixtral","num_attention_heads":0})", ErrorCode::kInvalidArgument,
                "num_attention_heads");
   expect_error(R"({"model_type":"mixtral","vocab_size":-1})", ErrorCode::kInvalidArgument, "vocab_size");
+  // Widths the loader multiplies are bounded, so no product can overflow.
+  expect_error(R"({"model_type":"qwen3_moe","num_attention_heads":2147483648,"num_key_value_heads":2147483648,
+                  "head_dim":8589934592})",
+               ErrorCode::kInvalidArgument, "num_attention_heads");
+  expect_error(R"({"model_type":"qwen3_moe","head_dim":131072})", ErrorCode::kInvalidArgument, "head_dim");
+  expect_error(R"({"model_type":"qwen3_moe","num_attention_heads":65536,"num_key_value_heads":4,"head_dim":128})",
+               ErrorCode::kInvalidArgument, "x num_attention_heads");
+  expect_error(R"({"model_type":"qwen3_moe","moe_intermediate_size":8388608})", ErrorCode::kInvalidArgument,
+               "moe_intermediate_size");
   expect_error(R"({"model_type":"mixtral","hidden_act":"gelu"})", ErrorCode::kUnsupported, "hidden_act");
   expect_error(R"({"model_type":"qwen2_moe","mlp_only_layers":[0],"intermediate_size":0})",
                ErrorCode::kInvalidArgument, "intermediate_size");

@@ -63,6 +63,11 @@ std::vector<Corrupt> corrupt_cases() {
   c.push_back({"bytes overflow",
                raw_safetensors(R"({"w":)" + entry("F64", "[4611686018427387904]", "[0,8]") + "}", d8),
                ErrorCode::kCorruptData, "overflow"});
+  // A zero dimension makes the tensor empty, but the other dimensions'
+  // product must still fit in int64 (numel() multiplies left to right).
+  c.push_back({"nonzero dims overflow before a zero",
+               raw_safetensors(R"({"w":)" + entry("U8", "[4611686018427387904,2,0]", "[0,0]") + "}", d8),
+               ErrorCode::kCorruptData, "overflow"});
   c.push_back({"dim beyond int64",
                raw_safetensors(R"({"w":)" + entry("U8", "[0,18446744073709551615]", "[0,0]") + "}", d8),
                ErrorCode::kCorruptData, "overflow"});

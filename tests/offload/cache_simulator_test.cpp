@@ -1,5 +1,6 @@
 #include "submoe/offload/cache_simulator.h"
 
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -123,6 +124,19 @@ TEST(RoutingTrace, SaveLoadRoundTripAndCorruptionIsRejected) {
   bad = bytes;
   bad[24] = 0xff;  // token count far beyond the file
   EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "tokens").is_ok());
+  // A trace of zero tokens is valid (and copies nothing); absurd layer counts
+  // are refused before statistics allocate layers x experts counters.
+  std::vector<uint8_t> empty(bytes.begin(), bytes.begin() + 48);
+  std::memset(&empty[24], 0, 8);
+  auto e = RoutingTrace::parse(empty.data(), empty.size(), "empty");
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ(e->num_tokens(), 0u);
+  for (uint32_t layers : {4097u, 0xffffffffu}) {
+    std::memcpy(&empty[12], &layers, 4);
+    auto r = RoutingTrace::parse(empty.data(), empty.size(), "layers");
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("at most 4096 layers"), std::string::npos) << r.status().to_string();
+  }
   bad = bytes;
   bad[20] = 11;  // top_k > experts
   EXPECT_FALSE(RoutingTrace::parse(bad.data(), bad.size(), "topk").is_ok());

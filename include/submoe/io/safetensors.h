@@ -136,8 +136,8 @@ Status read_as_bf16(const TensorView& tensor, std::span<bf16_t> out);
 // Convenience owners around the two functions above.
 Result<std::vector<float>> to_f32(const TensorView& tensor);
 // kNumerical naming the tensor and the first element that is NaN or infinite
-// (F32, BF16, F16, F64; other dtypes are always finite). One pass over the
-// bytes, bit tests only.
+// (F32, BF16, F16, F64, F8_E5M2, F8_E4M3; integer dtypes are always finite).
+// One pass over the bytes, bit tests only.
 Status check_finite(const TensorView& tensor);
 Result<std::vector<bf16_t>> to_bf16(const TensorView& tensor);
 // Copies the raw bytes of a tensor of dtype `expected` (any dtype) into `out`,

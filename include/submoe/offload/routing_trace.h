@@ -24,6 +24,11 @@ struct ExpertChoice {
 };
 static_assert(sizeof(ExpertChoice) == 4);
 
+// Header bounds a reader accepts (config.json's are 4096 layers; experts
+// are stored as uint16).
+inline constexpr uint32_t kMaxTraceLayers = 4096;
+inline constexpr uint32_t kMaxTraceExperts = 65536;
+
 class RoutingTrace {
  public:
   RoutingTrace() = default;
