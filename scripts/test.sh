@@ -28,8 +28,8 @@ if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
   targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed)
   cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
   for t in "${targets[@]}"; do
-    seconds=8
-    case $t in ternary_packed) seconds=20 ;; rvq_packed) seconds=15 ;; esac
+    seconds=6
+    case $t in ternary_packed) seconds=15 ;; rvq_packed) seconds=10 ;; esac
     args=(-max_total_time=$seconds -print_final_stats=1)
     [ -f "fuzz/dicts/$t.dict" ] && args+=("-dict=fuzz/dicts/$t.dict")
     mkdir -p "build-fuzz/corpus-$t"
