@@ -35,9 +35,9 @@ Result<CalibrationSet> select_calibration_windows(std::vector<int32_t> ids, size
   return set;
 }
 
-Result<CalibrationSet> make_calibration_set(const std::string& text_path, const io::Tokenizer& tokenizer,
+Result<CalibrationSet> make_calibration_set(const std::string& text_path, const io::Tokenizer& tokenizer, bool lossy_text,
                                             size_t samples, size_t seq_len) {
-  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(text_path));
+  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(text_path, lossy_text));
   auto ids = tokenizer.encode_lossless(text, /*add_special_tokens=*/false);
   if (!ids.is_ok()) return ids.status().with_context(text_path);
   SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, select_calibration_windows(std::move(*ids), samples, seq_len));

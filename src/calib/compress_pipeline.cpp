@@ -198,7 +198,8 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir, load));
   const io::MoeModelConfig& c = model->config();
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tokenizer, io::Tokenizer::load(o.model_dir + "/tokenizer.json"));
-  SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set, make_calibration_set(o.calib_path, tokenizer, o.samples, o.seq_len));
+  SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set,
+                          make_calibration_set(o.calib_path, tokenizer, o.lossy_text, o.samples, o.seq_len));
   if (o.require_samples && set.samples < o.samples)
     return invalid_argument("the calibration text '" + o.calib_path + "' holds " + std::to_string(set.windows) +
                             " windows of " + std::to_string(o.seq_len) + " tokens, fewer than --samples " +

@@ -233,6 +233,8 @@ void setup(CLI::App& root) {
                 "down's Hessian from the compressed gate/up outputs (off, as in QMoE)");
   cmd->add_flag("--resume", c->o.resume, "continue an interrupted run from OUT/.submoe-work");
   cmd->add_flag("--overwrite", c->o.overwrite, "replace an artifact already in OUT");
+  cmd->add_flag("--lossy-text", c->o.lossy_text,
+                "read a calibration file that is not valid UTF-8, each bad byte as U+FFFD (default: an error)");
   cmd->add_flag("--allow-extra-tensors", c->o.allow_unused_tensors,
                 "compress although the source holds tensors the model does not read (copied as they are)");
   cmd->add_option("--threads", c->o.threads, "worker threads; 0 = all hardware threads")->capture_default_str()

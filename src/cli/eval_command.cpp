@@ -28,6 +28,7 @@ struct EvalOptions {
   int threads = 0;
   bool json = false;
   bool profile = false;
+  bool lossy_text = false;
 };
 
 Status run_eval(const EvalOptions& o) {
@@ -38,7 +39,7 @@ Status run_eval(const EvalOptions& o) {
   const std::unique_ptr<model::MoeModel>& m = loaded.model;
   const bool artifact = loaded.artifact;
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
-  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(o.text));
+  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_text_file(o.text, o.lossy_text));
   const auto t0 = std::chrono::steady_clock::now();
   auto encoded = tok.encode_lossless(text, /*add_special_tokens=*/false);
   if (!encoded.is_ok()) return encoded.status().with_context(o.text);
@@ -128,6 +129,8 @@ void setup_eval(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
       ->check(thread_count(true));
   add_model_flags(cmd, &o->m);
+  cmd->add_flag("--lossy-text", o->lossy_text,
+                "read a text that is not valid UTF-8, each bad byte as U+FFFD (default: an error)");
   cmd->add_flag("--profile", o->profile,
                 "time every forward by op class (as run --profile): a table on stderr, or \"profile\" in --json");
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");

@@ -46,6 +46,7 @@ struct RunOptions {
   std::string trace_out;
   bool prompt_given = false;  // --prompt was on the command line (it may be "")
   bool profile = false;
+  bool lossy_text = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -80,7 +81,7 @@ Status run(const RunOptions& o) {
   if (o.prefill_chunk < 1) return invalid_argument("--prefill-chunk must be at least 1");
   std::string prompt = o.prompt;
   if (!o.prompt_file.empty()) {
-    SUBMOE_ASSIGN_OR_RETURN(prompt, io::read_text_file(o.prompt_file));
+    SUBMOE_ASSIGN_OR_RETURN(prompt, io::read_text_file(o.prompt_file, o.lossy_text));
   } else if (o.prompt.empty() && !o.prompt_given) {
     return invalid_argument("give the prompt with --prompt TEXT or --prompt-file FILE");
   }
@@ -262,6 +263,8 @@ void setup_run(CLI::App& root) {
   auto* prompt = cmd->add_option("--prompt", o->prompt, "prompt text");
   cmd->add_option("--prompt-file", o->prompt_file, "read the prompt from this UTF-8 text file (instead of --prompt)")
       ->excludes(prompt);
+  cmd->add_flag("--lossy-text", o->lossy_text,
+                "read a --prompt-file that is not valid UTF-8, each bad byte as U+FFFD (default: an error)");
   cmd->add_option("--prefill-chunk", o->prefill_chunk,
                   "prompt tokens per prefill forward; bounds activation memory, shows progress on long prompts")
       ->capture_default_str();

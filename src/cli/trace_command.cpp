@@ -80,6 +80,7 @@ struct RecordOptions {
   int threads = 0;
   std::string execution = "fused";
   bool allow_extra_tensors = false;
+  bool lossy_text = false;
   bool json = false;
 };
 
@@ -91,6 +92,7 @@ Status record(const RecordOptions& o) {
   opt.context = o.context;
   opt.prefill_chunk = o.chunk;
   opt.max_tokens = o.max_tokens;
+  opt.lossy_text = o.lossy_text;
   const bool tty = isatty(STDERR_FILENO) == 1;
   if (tty && !o.json)
     opt.progress = [](uint64_t done, uint64_t total) {
@@ -145,6 +147,7 @@ void setup_trace(CLI::App& root) {
       ->capture_default_str();
   rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
       ->check(thread_count(true));
+  rec->add_flag("--lossy-text", ro->lossy_text, "read a text that is not valid UTF-8, each bad byte as U+FFFD");
   rec->add_flag("--allow-extra-tensors", ro->allow_extra_tensors,
                 "record although the checkpoint holds tensors the model does not read (default: an error)");
   rec->add_option("--execution", ro->execution,

@@ -1,5 +1,7 @@
 #include "submoe/io/file_util.h"
 
+#include "unicode_utf8.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -176,14 +178,25 @@ size_t first_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
-Result<std::string> read_text_file(const std::string& path) {
+Result<std::string> read_text_file(const std::string& path, bool lossy) {
   SUBMOE_ASSIGN_OR_RETURN(std::string text, read_file_to_string(path));
   const size_t bad = first_invalid_utf8(text);
+  if (bad != std::string_view::npos && lossy) {
+    std::string repaired = utf8_repair(text);
+    std::string out;
+    out.reserve(repaired.size());
+    for (char c : repaired) {
+      if (c == '\0') out += "\xEF\xBF\xBD";  // U+FFFD
+      else out += c;
+    }
+    return out;
+  }
   if (bad != std::string_view::npos) {
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
     return invalid_argument("'" + path + "' is not UTF-8 text: byte " + byte + " at offset " + std::to_string(bad) +
-                            (text[bad] == '\0' ? " is NUL" : " starts no valid character") + " (a binary file?)");
+                            (text[bad] == '\0' ? " is NUL" : " starts no valid character") +
+                            " (a binary file? --lossy-text reads it with U+FFFD for every bad byte)");
   }
   return text;
 }

@@ -65,7 +65,7 @@ Result<TraceRecordSummary> record_trace_file(const std::string& model_path, cons
   if (!tok.is_ok()) return tok.status().with_context("trace record: the model's tokenizer");
   summary.load_seconds = seconds_since(t_load);
 
-  SUBMOE_ASSIGN_OR_RETURN(const std::string text, io::read_text_file(text_path));
+  SUBMOE_ASSIGN_OR_RETURN(const std::string text, io::read_text_file(text_path, options.lossy_text));
   auto encoded = tok->encode_lossless(text, /*add_special_tokens=*/true);
   if (!encoded.is_ok()) return encoded.status().with_context(text_path);
   const std::vector<int32_t> ids = std::move(*encoded);

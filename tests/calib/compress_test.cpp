@@ -206,7 +206,7 @@ TEST(Compress, TernaryArtifactLayoutAndGrid) {
 double layer0_gate_error(const std::string& artifact_dir, const CompressOptions& o, std::vector<double>* per_expert) {
   auto model = model::MoeModel::load(o.model_dir);
   auto tok = io::Tokenizer::load(o.model_dir + "/tokenizer.json");
-  auto set = make_calibration_set(o.calib_path, tok.value(), o.samples, o.seq_len);
+  auto set = make_calibration_set(o.calib_path, tok.value(), false, o.samples, o.seq_len);
   auto art = io::SafetensorsFile::open(artifact_dir + "/model.safetensors");
   auto src = io::SafetensorsModel::open(o.model_dir);
   const auto& c = model.value()->config();
@@ -457,7 +457,7 @@ TEST(Compress, NonFiniteWeightNamesTensorAndLayer) {
 TEST(Compress, MaskAndTokenCapAreReported) {
   CompressOptions o = small_options("olmoe", temp_dir("mask"));
   auto tok = io::Tokenizer::load(o.model_dir + "/tokenizer.json");
-  auto set = make_calibration_set(o.calib_path, tok.value(), o.samples, o.seq_len);
+  auto set = make_calibration_set(o.calib_path, tok.value(), false, o.samples, o.seq_len);
   ASSERT_TRUE(set.is_ok());
   std::map<int32_t, size_t> freq;
   for (int32_t t : set.value().tokens) ++freq[t];

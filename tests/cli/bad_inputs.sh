@@ -144,6 +144,15 @@ expect_error 2 "is not UTF-8 text" compress --model "$work/model" --out "$work/a
 expect_error 2 "is NUL" eval --model "$work/model" --text "$work/nul.txt" --threads 1
 expect_error 2 "is not UTF-8 text" trace record --model "$work/model" --text "$work/binary.txt" --out "$work/b.trace" --threads 1
 
+# --lossy-text reads such text with U+FFFD instead (the binary file above).
+for cmd in "eval --model $work/model --text $work/binary.txt --threads 1 --ctx 32 --max-tokens 32" \
+           "run --model $work/model --prompt-file $work/binary.txt -n 1 --threads 1 --allow-long-context" \
+           "trace record --model $work/model --text $work/binary.txt --out $work/lossy.trace --threads 1 --max-tokens 32"; do
+  # shellcheck disable=SC2086
+  "$bin" $cmd --lossy-text >/dev/null 2>"$work/lossy.err" && echo "ok   $cmd --lossy-text" ||
+    { echo "FAIL $cmd --lossy-text: $(cat "$work/lossy.err")"; fails=$((fails + 1)); }
+done
+
 # --samples given explicitly must be honoured or refused; by default every window is used.
 expect_error 2 "fewer than --samples 100000" compress --model "$work/model" --out "$work/a3" --calib "$calib" --samples 100000 --seq-len 16 --quiet
 

@@ -29,7 +29,7 @@ struct CalibrationSet {
 };
 
 // Errors: unreadable file, seq_len or samples 0, text shorter than one window.
-Result<CalibrationSet> make_calibration_set(const std::string& text_path, const io::Tokenizer& tokenizer,
+Result<CalibrationSet> make_calibration_set(const std::string& text_path, const io::Tokenizer& tokenizer, bool lossy_text,
                                             size_t samples, size_t seq_len);
 
 // Same selection over token ids already in memory (tests, other front ends).

@@ -59,6 +59,8 @@ struct CompressOptions {
   // Compress although the source holds tensors the model does not read (they
   // are copied into the artifact like every dense tensor).
   bool allow_unused_tensors = false;
+  // Read a calibration file that is not valid UTF-8 with U+FFFD replacements.
+  bool lossy_text = false;
   bool overwrite = false;        // replace an existing artifact in out_dir
   int threads = 0;               // 0 = all hardware threads
   // Test hook: called at every progress point with a running step number; a

@@ -19,8 +19,10 @@ Result<std::string> read_file_to_string(const std::string& path);
 // Reads a text file (calibration and evaluation text): the bytes must be
 // UTF-8 without NUL bytes; a binary or mis-encoded file is kInvalidArgument
 // naming the offset of the first bad byte (it would otherwise be tokenized
-// into byte tokens and silently scored or calibrated on).
-Result<std::string> read_text_file(const std::string& path);
+// into byte tokens and silently scored or calibrated on). With `lossy`
+// (the commands' --lossy-text) every invalid sequence and NUL becomes U+FFFD
+// instead, as Python's errors="replace" does.
+Result<std::string> read_text_file(const std::string& path, bool lossy = false);
 // Offset of the first byte that breaks strict UTF-8 (overlong forms,
 // surrogates and code points above U+10FFFF included) or is NUL; npos when
 // the text is valid.

@@ -29,6 +29,7 @@ struct TraceRecordOptions {
   size_t context = 512;        // tokens per window (fresh KV cache each)
   size_t prefill_chunk = 128;  // tokens per forward call inside a window
   uint64_t max_tokens = 0;     // record at most this many tokens; 0 = all
+  bool lossy_text = false;     // read invalid UTF-8 as U+FFFD (io::read_text_file)
   // Called after every forward call with (tokens done, tokens to record).
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
