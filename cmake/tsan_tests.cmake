@@ -12,7 +12,7 @@ file(GLOB tsan_core_sources ${src}/core/*.cpp)
 add_executable(test_concurrency_tsan
   ${tsan_core_sources}
   ${src}/offload/expert_cache.cpp ${src}/offload/prefetcher.cpp ${src}/offload/cache_simulator.cpp
-  ${src}/offload/routing_trace.cpp ${src}/io/file_util.cpp
+  ${src}/offload/routing_trace.cpp ${src}/io/file_util.cpp ${src}/io/unicode_utf8.cpp
   ${tst}/core/thread_pool_test.cpp
   ${tst}/offload/expert_cache_test.cpp ${tst}/offload/cache_stress_test.cpp ${tst}/offload/prefetcher_test.cpp
   ${tst}/offload/offload_test_util.cpp)
