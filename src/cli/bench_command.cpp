@@ -188,6 +188,9 @@ Status run_gemv(const GemvOptions& o) {
     e["group_size"] = c.int_group;
     e["bits_per_weight"] = it.bits_per_weight;
     if (c.dense && r.dense_bf16.median_us > 0) e["ratio_vs_bf16"] = it.timing.median_us / r.dense_bf16.median_us;
+    e["i8act"] = timing_json(it.timing_i8act);
+    if (c.dense && r.dense_bf16.median_us > 0)
+      e["i8act"]["ratio_vs_bf16"] = it.timing_i8act.median_us / r.dense_bf16.median_us;
     ints.push_back(e);
   }
   j["int"] = ints;
@@ -232,6 +235,7 @@ Status run_gemv(const GemvOptions& o) {
   }
   for (const GemvBenchResult::IntTiming& it : r.ints) {
     line(("int" + std::to_string(it.bits) + " g" + std::to_string(c.int_group)).c_str(), it.timing);
+    line("  int8 x", it.timing_i8act);
   }
   if (c.batch > 1) line("batch 1", r.compressed_batch1);
   std::printf("  compressed: %.2f Gweights/s", comp > 0 ? weights / comp * 1e-3 : 0.0);
@@ -272,7 +276,8 @@ void setup_gemv(CLI::App& bench) {
       "descheduled; with several threads it covers the caller's share of the rows), and for\n"
       "batch > 1 compressed_per_token_us, compressed_batch1_us and per_token_ratio_vs_batch1\n"
       "(compressed per-token time / compressed batch-1 time); \"int\": one entry per --int-bits with the\n"
-      "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16.\n"
+      "n-bit kernel's timing, bits, group_size, bits_per_weight and ratio_vs_bf16, and under i8act the same\n"
+      "matrices with the activations quantized to int8 in the call.\n"
       "--repr NAME [--bits R] [--group-size G] [--repr-opt KEY=VALUE ...]: the compressed kernel is\n"
       "that registered representation's fused LinearOp, as run and eval execute it (rotations included,\n"
       "the best ISA): one N(0, 0.02^2) matrix is encoded round-to-nearest as `compress --method rtn`\n"

@@ -406,7 +406,7 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
                        return gemm_ternary_dict(tk, table, ws.view(i), xv, out, workspace, pool, quant);
                      }, {}, {}});
   };
-  // n-bit kernels (f32 activations), each on its own working set.
+  // n-bit kernels (f32 and int8-quantized activations), each bit width on its own working set.
   std::vector<IntWorkingSet> int_sets;
   int_sets.reserve(c.int_bits.size());
   res.ints.reserve(c.int_bits.size());  // timed entries point into it
@@ -424,13 +424,19 @@ Result<GemvBenchResult> run_gemv_bench(const GemvBenchConfig& config, ThreadPool
     it.bits_per_weight = intn::packed_int_bits_per_weight(c.rows, c.cols, bits, c.int_group);
     it.timing.kernel = int_kernel_name(ik, c.batch);
     it.timing.bytes_per_matrix = bytes;
+    it.timing_i8act.kernel = int_kernel_name(ik, bits, c.batch, ActivationQuant::kInt8);
+    it.timing_i8act.bytes_per_matrix = bytes;
     res.ints.push_back(it);
   }
   for (size_t k = 0; k < int_sets.size(); ++k) {
     const IntWorkingSet* is = &int_sets[k];
     const ActivationsView xv = ActivationsView::f32(x.data(), c.batch, c.cols);
-    timed.push_back({&res.ints[k].timing, static_cast<uint32_t>(is->copies.size()), [&, is, xv](uint32_t i) {
+    const auto copies = static_cast<uint32_t>(is->copies.size());
+    timed.push_back({&res.ints[k].timing, copies, [&, is, xv](uint32_t i) {
                        return gemm_int(ik, is->view(i), xv, out, int_workspace, pool);
+                     }, {}, {}});
+    timed.push_back({&res.ints[k].timing_i8act, copies, [&, is, xv](uint32_t i) {
+                       return gemm_int(ik, is->view(i), xv, out, int_workspace, pool, ActivationQuant::kInt8);
                      }, {}, {}});
   }
 

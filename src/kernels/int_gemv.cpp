@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/int_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
@@ -25,6 +26,8 @@ const IntGemvKernels kScalarKernels = {
     "gemm_f32_int_packed_scalar", detail::gemm_f32_int_packed_scalar,
     "gemm_f32_int_packed_scalar", detail::gemm_f32_int_packed_scalar, kMaxKernelBatch,
     nullptr, nullptr,
+    "gemm_i8_int_packed_scalar", detail::gemm_i8_int_packed_scalar, IntI8Layout::kNatural,
+    nullptr,
 };
 
 const IntGemvKernels kAvx2Kernels = {
@@ -32,14 +35,71 @@ const IntGemvKernels kAvx2Kernels = {
     "gemv_f32_int_packed_avx2", detail::gemv_f32_int_packed_avx2,
     "gemm_f32_int_packed_small_avx2", detail::gemm_f32_int_packed_small_avx2, detail::kIntSmallBatchAvx2,
     "gemm_f32_int_packed_wide_avx2", detail::gemm_f32_int_packed_wide_avx2,
+    "gemm_i8_int_packed_avx2", detail::gemm_i8_int_packed_avx2, IntI8Layout::kUnits64,
+    detail::quantize_i8_f32_avx2,
 };
 
+// The int8 kernels are AVX2's (AVX-512 machines run them too).
 const IntGemvKernels kAvx512Kernels = {
     Isa::kAvx512,
     "gemv_f32_int_packed_avx512", detail::gemv_f32_int_packed_avx512,
     "gemm_f32_int_packed_small_avx512", detail::gemm_f32_int_packed_small_avx512, detail::kIntSmallBatchAvx512,
     "gemm_f32_int_packed_wide_avx512", detail::gemm_f32_int_packed_wide_avx512,
+    "gemm_i8_int_packed_avx2", detail::gemm_i8_int_packed_avx2, IntI8Layout::kUnits64,
+    detail::quantize_i8_f32_avx512,
 };
+
+constexpr uint32_t kI8UnitCols = 64;
+constexpr size_t i8_padded_cols(uint32_t cols) { return (static_cast<size_t>(cols) + kI8UnitCols - 1) / kI8UnitCols * kI8UnitCols; }
+
+bool uses_i8(const IntGemvKernels& k, uint32_t bits, uint32_t batch) {
+  return k.gemm_i8 != nullptr && (bits == 2 || bits == 4) && batch <= kIntI8MaxBatch;
+}
+
+// Floats of the int8 kernels' activations: codes, pair sums, scales, each aligned.
+size_t i8_workspace_floats(uint32_t cols, uint32_t batch) {
+  const size_t padded = i8_padded_cols(cols);
+  return 3 * kAlignFloats + batch * (padded / sizeof(float) + padded / 4 * sizeof(int16_t) / sizeof(float) + 1);
+}
+
+float quantize_token(const IntGemvKernels& k, const ActivationsView& x, uint32_t t, uint32_t cols, int8_t* q) {
+  if (k.quantize_i8 != nullptr && x.type == ActivationType::kF32)
+    return k.quantize_i8(static_cast<const float*>(x.data) + static_cast<size_t>(t) * x.stride, cols, q);
+  return quantize_activations_int8(x, t, cols, q);
+}
+
+// The int8 kernels' activations in the workspace: each token quantized and laid
+// out per k.i8_layout (zeros to the unit boundary), its pair sums (kUnits64)
+// and its scale.
+void prepare_i8(const IntGemvKernels& k, const intn::PackedIntView& w, const ActivationsView& x, float* ws,
+                IntGemmArgs* args) {
+  const size_t padded = i8_padded_cols(w.cols), sums_per_token = padded / 4;
+  auto* xq = reinterpret_cast<int8_t*>(ws);
+  auto* sums = reinterpret_cast<int16_t*>(align_up(ws + x.batch * padded / sizeof(float)));
+  float* scales = align_up(reinterpret_cast<float*>(sums + x.batch * sums_per_token));
+  thread_local std::vector<int8_t> natural;
+  natural.assign(padded, 0);
+  for (uint32_t t = 0; t < x.batch; ++t) {
+    scales[t] = quantize_token(k, x, t, w.cols, natural.data());
+    int8_t* dst = xq + t * padded;
+    if (k.i8_layout == IntI8Layout::kNatural) {
+      std::memcpy(dst, natural.data(), padded);
+      continue;
+    }
+    for (size_t u = 0; u < padded; u += kI8UnitCols) {
+      int8_t* unit = dst + u;
+      for (uint32_t i = 0; i < kI8UnitCols; ++i) unit[i] = natural[u + int_i8_unit_column(w.bits, i)];
+      int16_t* s = sums + t * sums_per_token + u / 4;
+      for (uint32_t j = 0; j < 16; ++j)
+        s[j] = static_cast<int16_t>(unit[2 * j] + unit[2 * j + 1] + unit[32 + 2 * j] + unit[33 + 2 * j]);
+    }
+  }
+  args->xq = xq;
+  args->xq_stride = padded;
+  args->xq_pair_sums = sums;
+  args->xq_sums_stride = sums_per_token;
+  args->xq_scales = scales;
+}
 
 void prepare_rows(const ActivationsView& x, uint32_t cols, size_t stride, float* xs) {
   for (uint32_t t = 0; t < x.batch; ++t) {
@@ -105,21 +165,54 @@ const char* int_kernel_name(const IntGemvKernels& k, uint32_t batch) {
   return uses_wide(k, batch) ? k.gemm_wide_name : k.gemm_small_name;
 }
 
-size_t int_gemm_workspace_floats(uint32_t cols, uint32_t batch) {
-  // The transposed layout (padded columns x batch stride) is the larger of the two.
-  const size_t padded = detail::int_padded_cols(cols);
-  return kAlignFloats + padded * std::max<size_t>(batch, detail::int_batch_stride(batch));
+uint32_t int_i8_unit_column(uint32_t bits, uint32_t i) {
+  const uint32_t v = i / 32, lane = (i % 32) / 16;
+  if (bits == 4) return 32 * lane + 2 * (i % 16) + v;
+  return 32 * lane + 4 * (i % 8) + 2 * v + (i % 16) / 8;
 }
 
-Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, const ActivationsView& x,
-                const OutputView& y, std::span<float> workspace, ThreadPool* pool) {
-  SUBMOE_RETURN_IF_ERROR(check_args(kernels, w, x, y, workspace));
+const char* int_kernel_name(const IntGemvKernels& k, uint32_t bits, uint32_t batch, ActivationQuant quant) {
+  if (quant == ActivationQuant::kInt8 && uses_i8(k, bits, batch)) return k.gemm_i8_name;
+  return int_kernel_name(k, batch);
+}
+
+size_t int_gemm_workspace_floats(uint32_t cols, uint32_t batch) {
+  // Float kernels: the transposed layout (padded columns x batch stride) is the
+  // larger of the two; with kInt8 the tokens' s q are staged before it.
+  const size_t padded = detail::int_padded_cols(cols);
+  const size_t float_layout = kAlignFloats + padded * std::max<size_t>(batch, detail::int_batch_stride(batch));
+  const size_t staged = kAlignFloats + static_cast<size_t>(batch) * cols;
+  return std::max(staged + float_layout, i8_workspace_floats(cols, batch));
+}
+
+Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, const ActivationsView& x_in,
+                const OutputView& y, std::span<float> workspace, ThreadPool* pool, ActivationQuant quant) {
+  SUBMOE_RETURN_IF_ERROR(check_args(kernels, w, x_in, y, workspace));
+  if (quant != ActivationQuant::kExact && quant != ActivationQuant::kInt8)
+    return invalid_argument("gemm_int: unknown activation quantization");
   IntGemmArgs args;
   args.w = w;
-  args.batch = x.batch;
+  args.batch = x_in.batch;
   args.y = y.data;
   args.y_stride = y.stride;
   float* xs = align_up(workspace.data());
+  constexpr size_t kGrain = 16;  // a multiple of every kernel's row tile
+  if (quant == ActivationQuant::kInt8 && uses_i8(kernels, w.bits, x_in.batch)) {
+    prepare_i8(kernels, w, x_in, xs, &args);
+    detail::run_rows(kernels.gemm_i8, args, w.rows, kGrain, pool);
+    return Status::ok();
+  }
+  ActivationsView x = x_in;
+  if (quant == ActivationQuant::kInt8) {  // the float kernels over each token's s q
+    thread_local std::vector<int8_t> q;
+    q.resize(w.cols);
+    for (uint32_t t = 0; t < x.batch; ++t) {
+      const float s = quantize_token(kernels, x_in, t, w.cols, q.data());
+      for (uint32_t c = 0; c < w.cols; ++c) xs[static_cast<size_t>(t) * w.cols + c] = s * static_cast<float>(q[c]);
+    }
+    x = ActivationsView::f32(xs, x.batch, w.cols);
+    xs = align_up(xs + static_cast<size_t>(x.batch) * w.cols);
+  }
   IntRowsFn fn;
   if (uses_wide(kernels, x.batch)) {
     fn = kernels.gemm_wide;
@@ -131,10 +224,7 @@ Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, con
     prepare_rows(x, w.cols, args.x_stride, xs);
   }
   args.xs = xs;
-
-  // Rows are independent and cost the same; the grain keeps chunks a multiple
-  // of the kernels' row tiles.
-  constexpr size_t kGrain = 16;
+  // Rows are independent and cost the same.
   detail::run_rows(fn, args, w.rows, kGrain, pool);
   return Status::ok();
 }

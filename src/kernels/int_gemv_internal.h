@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/int8_activations.h"
 #include "submoe/kernels/int_gemv.h"
 
 namespace submoe::kernels::detail {
@@ -62,6 +63,14 @@ inline uint64_t load_run(const uint8_t* p) {
 // Scalar: any batch, kRows; a plain loop per weight, the readable reference of
 // the fast paths.
 void gemm_f32_int_packed_scalar(const IntGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+
+// Scalar with int8 activations (IntI8Layout::kNatural): the integer sums per
+// group, then scale and zero point, the readable reference of the int8 paths.
+void gemm_i8_int_packed_scalar(const IntGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+
+// AVX2 with int8 activations (IntI8Layout::kUnits64), 2 and 4 bits, B <= 4:
+// vpmaddubsw over units of 64 columns.
+void gemm_i8_int_packed_avx2(const IntGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 
 // AVX2: runs of 8 weights expanded with one variable shift; batch 1 and small
 // batches keep per-token accumulators in registers (kRows), larger batches

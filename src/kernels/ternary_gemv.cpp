@@ -88,12 +88,7 @@ struct Int8Quantizer {
   float scale = 0.0f;
   float inv = 0.0f;
 
-  int8_t quantize(float v) const {
-    if (inv == 0.0f) return 0;
-    constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest even
-    const float r = std::min(127.0f, std::max(-127.0f, (v * inv + kRound) - kRound));
-    return static_cast<int8_t>(static_cast<int32_t>(r));
-  }
+  int8_t quantize(float v) const { return detail::int8_quantize(v, inv); }
   float dequantize(float v) const { return scale * static_cast<float>(quantize(v)); }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/int8_activations.h"
 #include "submoe/kernels/ternary_gemv.h"
 
 namespace submoe::kernels::detail {
@@ -45,25 +46,6 @@ void gemv_bf16_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_b
 void gemv_i8_ternary_dict_perm_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void gemv_f32_ternary_dict_masks_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void gemm_f32_ternary_dict_slots_avx512(const TernaryGemmArgs& a, uint32_t row_begin, uint32_t row_end);
-
-// ActivationQuant::kInt8's scale for a token whose largest |x| is m: s = m / 127
-// and inv = 127 / m when m is finite and positive (true). Otherwise false and
-// every q is 0: s = 0 for m = 0, NaN for an infinite activation (every output
-// NaN).
-inline bool int8_scale(float m, float* scale, float* inv) {
-  if (m > 0.0f && m <= std::numeric_limits<float>::max()) {
-    *scale = m / 127.0f;
-    *inv = 127.0f / m;
-    return true;
-  }
-  *scale = m == 0.0f ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  *inv = 0.0f;
-  return false;
-}
-
-// The kInt8 quantization of n f32 activations (q and the returned s exactly as
-// quantize_activations_int8 gives them), AVX-512.
-float quantize_i8_f32_avx512(const float* x, uint32_t n, int8_t* q);
 
 // y for one row and token from the two sums (same expression in every kernel).
 inline float combine_row(float sum_max, float sum_min, ternary::RowScales s) {

@@ -40,12 +40,11 @@ void on_kernel_error(const Status& st, float* out, size_t n) {
 }
 
 // How an op's inputs are rounded before its kernel sees them.
-enum class InputRounding { kNone, kBf16, kInt8 };
+enum class InputRounding { kNone, kBf16 };
 
 // Tokens in chunks of at most kMaxKernelBatch; the pool only for enough work.
-// With bf16 rounding each chunk is rounded into a per-thread buffer first; with
-// int8 rounding each token is replaced by its int8 quantization s q (for ops
-// whose kernels do not quantize themselves).
+// With bf16 rounding each chunk is rounded into a per-thread buffer first (the
+// kernels quantize to int8 themselves).
 template <typename RunChunk>
 void forward_chunks(size_t rows, size_t cols, const float* in, size_t n, float* out, ThreadPool* pool,
                     InputRounding rounding, const RunChunk& run) {
@@ -59,16 +58,6 @@ void forward_chunks(size_t rows, size_t cols, const float* in, size_t n, float* 
       rounded.resize(static_cast<size_t>(nb) * cols);
       for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = float_to_bf16(src[i]);
       x = ActivationsView::bf16(rounded.data(), nb, cols);
-    } else if (rounding == InputRounding::kInt8) {
-      thread_local std::vector<float> rounded;
-      thread_local std::vector<int8_t> q;
-      rounded.resize(static_cast<size_t>(nb) * cols);
-      q.resize(cols);
-      for (uint32_t t = 0; t < nb; ++t) {
-        const float s = kernels::quantize_activations_int8(x, t, static_cast<uint32_t>(cols), q.data());
-        for (size_t c = 0; c < cols; ++c) rounded[t * cols + c] = s * static_cast<float>(q[c]);
-      }
-      x = ActivationsView::f32(rounded.data(), nb, cols);
     }
     const Status st = run(x, OutputView{out + t0 * rows, rows}, p);
     if (!st.is_ok()) on_kernel_error(st, out + t0 * rows, nb * rows);
@@ -131,12 +120,13 @@ class IntLinearOp final : public model::LinearOp {
 
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
     const intn::PackedIntView w = m_.view();
-    const InputRounding rounding =
-        quant_ == kernels::ActivationQuant::kInt8 ? InputRounding::kInt8 : bf16_rounding(activations_);
-    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, rounding, [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
-      const std::span<float> ws = detail::thread_workspace(kernels::int_gemm_workspace_floats(w.cols, x.batch));
-      return kernels::gemm_int(kernels_, w, x, y, ws, p);
-    });
+    // gemm_int quantizes to int8 itself (exact integer sums where it can).
+    forward_chunks(m_.rows(), m_.cols(), in, n, out, pool, bf16_rounding(activations_),
+                   [&](const ActivationsView& x, const OutputView& y, ThreadPool* p) {
+                     const std::span<float> ws =
+                         detail::thread_workspace(kernels::int_gemm_workspace_floats(w.cols, x.batch));
+                     return kernels::gemm_int(kernels_, w, x, y, ws, p, quant_);
+                   });
   }
 
   std::string describe() const override {

@@ -35,6 +35,27 @@ struct OutputView {
   size_t stride = 0;  // floats between tokens
 };
 
+// What the compressed kernels (gemm_ternary_dict, gemm_int) multiply by.
+//   kExact: the activations as given (f32, or bf16 read exactly).
+//   kInt8:  each token quantized to int8 with one symmetric scale first (what
+//           llama.cpp does for its quantized types, there per block of 32 or
+//           256): m = max_c |x_c|, q_c = round-to-nearest-even(x_c * (127 / m)),
+//           s = m / 127, and the product is W (s q). Ternary's batch-1 kernel
+//           with VBMI + VNNI and the int kernels' int8 paths (2 and 4 bits,
+//           batch <= kIntI8MaxBatch) sum code * q exactly in int32 and scale
+//           once per row or group; every other kernel sums s q_c in f32.
+//           Against the exact activations, a ternary row errs by at most
+//           (s / 2) (|w_max| n_max + |w_min| n_min) + float rounding, n_max and
+//           n_min the row's w_max and w_min counts (any row: (s / 2) sum |w|).
+//           A per-token scale cannot follow per-block outliers: an activation
+//           vector with one huge entry loses the small ones.
+enum class ActivationQuant : uint8_t { kExact = 0, kInt8 = 1 };
+const char* activation_quant_name(ActivationQuant q);
+
+// The kInt8 quantization of one token's n activations (see ActivationQuant):
+// writes q[0..n) and returns s. All-zero input gives s = 0 and q = 0.
+float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
+
 // Largest batch the small-batch kernels take in one call (callers split larger
 // batches; beyond this a GEMM formulation wins anyway).
 inline constexpr uint32_t kMaxKernelBatch = 64;

@@ -164,7 +164,8 @@ struct GemvBenchResult {
   struct IntTiming {
     uint32_t bits = 0;
     double bits_per_weight = 0;  // codes + f16 scales + zeros
-    GemvTiming timing;
+    GemvTiming timing;         // f32 activations
+    GemvTiming timing_i8act;   // the same matrices, activations quantized to int8 (ActivationQuant::kInt8)
   };
   std::vector<IntTiming> ints;  // one per config.int_bits
   ternary::TernaryLedger ledger;  // ternary: of one working-set matrix

@@ -9,6 +9,15 @@
 // products and their difference are exact in float); the only roundings are
 // those of the dot product itself, which is what the tests bound.
 //
+// With ActivationQuant::kInt8 each token is first quantized to int8 with one
+// symmetric scale s_t (quantize_activations_int8), and
+//
+//   y[t][r] = s_t * sum_g scale[r][g] * (sum_{c in g} code[r][c] q_t[c]
+//                                        - zero[r][g] * sum_{c in g} q_t[c]),
+//
+// the integer sums exact in int32 (2 and 4 bits, batch <= kIntI8MaxBatch, on
+// tables with an int8 kernel); other cases multiply the float kernels by s_t q_t.
+//
 // Dispatch once, high up: pick an IntGemvKernels table (best_int_gemv_kernels()
 // or int_gemv_kernels(isa)) and pass it down; kernels never test CPU features.
 // Each weight is decoded once per call and applied to all B tokens. Kernels
@@ -41,6 +50,22 @@ namespace submoe::kernels {
 //                and multiplied into all tokens at once.
 enum class IntXLayout : uint8_t { kRows = 0, kTransposed = 1 };
 
+// How the int8 kernels' activations sit (ActivationQuant::kInt8): token t's
+// codes at xq[t * xq_stride + i], zero past cols, with
+//   kNatural: i = c;
+//   kUnits64: in units of 64 columns, each two vectors of 32 codes in the byte
+//             order the kernel decodes weights into (int_i8_unit_column).
+enum class IntI8Layout : uint8_t { kNatural = 0, kUnits64 = 1 };
+
+// The column at byte i of a unit of 64 (kUnits64) for `bits` = 2 or 4: vector
+// v = i / 32, lane l = (i % 32) / 16 (the unit's first or second 32 columns),
+//   4 bits: 32 l + 2 (i % 16) + v      (v = 0 low, v = 1 high nibbles);
+//   2 bits: 32 l + 4 (i % 8) + 2 v + (i % 16) / 8   (shifts 0, 2 | 4, 6).
+uint32_t int_i8_unit_column(uint32_t bits, uint32_t i);
+
+// Largest batch the int8 kernels take (larger batches use the float kernels).
+inline constexpr uint32_t kIntI8MaxBatch = 4;
+
 // What one kernel invocation sees. Rows [row_begin, row_end) are computed.
 struct IntGemmArgs {
   intn::PackedIntView w;
@@ -50,6 +75,15 @@ struct IntGemmArgs {
   uint32_t batch_stride = 1;  // kTransposed: floats per column (B padded up)
   float* y = nullptr;         // y[t * y_stride + r]
   size_t y_stride = 0;
+  // Int8 kernels: token t's codes at xq + t * xq_stride per IntI8Layout,
+  // 32-byte aligned; with kUnits64, the sums of each byte pair of the unit's A
+  // and B vectors (int16 j of unit u: bytes 2j, 2j + 1, 32 + 2j, 33 + 2j) at
+  // xq_pair_sums + t * xq_sums_stride + 16 u; s_t at xq_scales[t].
+  const int8_t* xq = nullptr;
+  size_t xq_stride = 0;
+  const int16_t* xq_pair_sums = nullptr;
+  size_t xq_sums_stride = 0;
+  const float* xq_scales = nullptr;
 };
 
 using IntRowsFn = void (*)(const IntGemmArgs& args, uint32_t row_begin, uint32_t row_end);
@@ -67,6 +101,14 @@ struct IntGemvKernels {
   // B > small_max_batch, kTransposed (null: gemm_small takes every batch).
   const char* gemm_wide_name = nullptr;
   IntRowsFn gemm_wide = nullptr;
+  // ActivationQuant::kInt8, 2 and 4 bits, B <= kIntI8MaxBatch (null: the
+  // float kernels over s q).
+  const char* gemm_i8_name = nullptr;
+  IntRowsFn gemm_i8 = nullptr;
+  IntI8Layout i8_layout = IntI8Layout::kNatural;
+  // The kInt8 quantization of one token of f32 activations, exactly as
+  // quantize_activations_int8 (null: that scalar definition runs).
+  float (*quantize_i8)(const float* x, uint32_t n, int8_t* q) = nullptr;
 };
 
 // The table of one ISA. The caller must make sure the CPU supports it
@@ -75,8 +117,10 @@ const IntGemvKernels& int_gemv_kernels(Isa isa);
 // int_gemv_kernels(best_isa()), decided once.
 const IntGemvKernels& best_int_gemv_kernels();
 
-// Name of the kernel gemm_int runs for this table and batch size.
+// Name of the kernel gemm_int runs for this table, bits, batch size and
+// activation quantization.
 const char* int_kernel_name(const IntGemvKernels& k, uint32_t batch);
+const char* int_kernel_name(const IntGemvKernels& k, uint32_t bits, uint32_t batch, ActivationQuant quant);
 
 // Floats of workspace gemm_int needs for any table.
 size_t int_gemm_workspace_floats(uint32_t cols, uint32_t batch);
@@ -88,6 +132,7 @@ size_t int_gemm_workspace_floats(uint32_t cols, uint32_t batch);
 // kInvalidArgument on a mismatch. Non-finite activations give unspecified (but
 // memory-safe) results.
 Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, const ActivationsView& x,
-                const OutputView& y, std::span<float> workspace, ThreadPool* pool);
+                const OutputView& y, std::span<float> workspace, ThreadPool* pool,
+                ActivationQuant quant = ActivationQuant::kExact);
 
 }  // namespace submoe::kernels

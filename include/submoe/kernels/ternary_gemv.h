@@ -40,20 +40,6 @@ namespace submoe::kernels {
 //             xs points at them (read as int8_t), x_scale is their scale.
 enum class XLayout : uint8_t { kPadded = 0, kDoubled = 1, kPaddedBf16 = 2, kPaddedI8 = 3 };
 
-// What gemm_ternary_dict multiplies by.
-//   kExact: the activations as given (f32, or bf16 read exactly).
-//   kInt8:  each token quantized to int8 with one symmetric scale first (what
-//           llama.cpp does for its quantized types, there per block of 32 or
-//           256): m = max_c |x_c|, q_c = round-to-nearest-even(x_c * (127 / m)),
-//           s = m / 127, and the product is W (s q). The batch-1 kernel with
-//           VBMI + VNNI sums the int8 values exactly in int32 and scales once
-//           per row; every other kernel sums s q_c in f32. Against the exact
-//           activations: |y_r - (W x)_r| <= (s / 2) (|w_max| n_max + |w_min| n_min)
-//           + float rounding, n_max and n_min the row's w_max and w_min counts.
-//           A per-token scale cannot follow per-block outliers: an activation
-//           vector with one huge entry loses the small ones.
-enum class ActivationQuant : uint8_t { kExact = 0, kInt8 = 1 };
-const char* activation_quant_name(ActivationQuant q);
 
 // What one kernel invocation sees. Rows [row_begin, row_end) are computed.
 struct TernaryGemmArgs {
@@ -123,8 +109,5 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
                          std::span<float> workspace, ThreadPool* pool,
                          ActivationQuant quant = ActivationQuant::kExact);
 
-// The kInt8 quantization of one token's n activations (see ActivationQuant):
-// writes q[0..n) and returns s. All-zero input gives s = 0 and q = 0.
-float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
 
 }  // namespace submoe::kernels
