@@ -8,6 +8,7 @@
 #include "submoe/calib/compress.h"
 #include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
+#include "dense_packing.h"
 #include "submoe/runtime/representation.h"
 #include "work_dir.h"
 
@@ -22,6 +23,7 @@ struct AssemblyInputs {
   // record of the expert's matrices (empty: record 0 for all).
   std::vector<std::shared_ptr<const runtime::MatrixCodec>> codecs;
   std::vector<std::vector<uint32_t>> records;
+  const DensePlan* dense = nullptr;  // dense classes to pack (null or empty: none)
   std::string provenance_json;                             // deterministic
   const WorkDir* work = nullptr;
 };

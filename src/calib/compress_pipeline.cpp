@@ -7,6 +7,7 @@
 #include <set>
 
 #include "artifact_assembly.h"
+#include "dense_packing.h"
 #include "expert_rates.h"
 #include "expert_layer.h"
 #include "layer_packer.h"
@@ -193,9 +194,13 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
     SUBMOE_ASSIGN_OR_RETURN(uniform_codec, runtime::make_codec(o.repr));
   }
 
+  SUBMOE_ASSIGN_OR_RETURN(detail::DensePlan dense_plan, detail::make_dense_plan(o.dense_reprs));
+
   model::LoadWeightsOptions load;
   load.allow_unused_tensors = o.allow_unused_tensors;
+  load.dense_linear = detail::record_dense_projections(&dense_plan);
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::MoeModel> model, model::MoeModel::load(o.model_dir, load));
+  SUBMOE_RETURN_IF_ERROR(detail::check_dense_plan(&dense_plan));
   const io::MoeModelConfig& c = model->config();
   SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tokenizer, io::Tokenizer::load(o.model_dir + "/tokenizer.json"));
   SUBMOE_ASSIGN_OR_RETURN(CalibrationSet set,
@@ -458,6 +463,13 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
     provenance["representations"].push_back(r);
   }
 
+  if (!dense_plan.empty()) {
+    json d = json::object();
+    for (const auto& [cls, codec] : dense_plan.codecs)
+      d[model::dense_class_name(cls)] = {{"method", "rtn"}, {"representation", codec->record()}};
+    provenance["dense_weights"] = d;
+  }
+
   detail::AssemblyInputs ai;
   ai.options = &o;
   ai.source = source.get();
@@ -465,6 +477,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
   ai.sparse_layers = sparse_layers;
   ai.codecs = packer->codecs();
   ai.records = rates.records;
+  ai.dense = &dense_plan;
   ai.provenance_json = provenance.dump();
   ai.work = &work;
   hook();

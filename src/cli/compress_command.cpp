@@ -1,10 +1,13 @@
 // `submoe compress`: a Hugging Face MoE checkpoint -> a compressed artifact
 // (calibration, batched GPTQ over expert groups, sub-1-bit ternary code or
 // n-bit packing). The pipeline lives in src/calib; this file parses and prints.
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "cli/command.h"
 #include "submoe/calib/compress.h"
@@ -24,6 +27,7 @@ struct CompressCli {
   std::vector<int32_t> mask_ids;
   bool no_default_mask = false;
   std::vector<std::string> repr_opts;
+  std::vector<std::string> dense_reprs;
   std::string alloc = "uniform";
   bool no_rht = false, no_ldl = false;
   bool json = false;
@@ -137,6 +141,70 @@ Result<runtime::ReprOptions> repr_options(const CompressCli& c) {
   return r;
 }
 
+// --dense-repr CLASS=NAME[,KEY=VALUE...]: NAME a registry name or alias with
+// bits=, group_size=, code=, p0= and the representation's own keys; CLASS one
+// of the dense classes, or "all" for attention, shared_expert, dense_mlp and
+// lm_head (the routers only when named).
+Result<std::vector<calib::DenseReprChoice>> dense_repr_choices(const std::vector<std::string>& specs) {
+  std::vector<calib::DenseReprChoice> out;
+  for (const std::string& spec : specs) {
+    const std::string flag = "--dense-repr '" + spec + "'";
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return invalid_argument(flag + ": expected CLASS=REPRESENTATION[,KEY=VALUE...], e.g. attention=int,bits=4,group_size=32");
+    runtime::ReprOptions r;
+    std::string_view rest = std::string_view(spec).substr(eq + 1);
+    for (size_t part = 0; !rest.empty(); ++part) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      if (part == 0) {
+        r.name = std::string(item);
+        continue;
+      }
+      const size_t e = item.find('=');
+      if (e == std::string_view::npos || e == 0 || e + 1 == item.size())
+        return invalid_argument(flag + ": '" + std::string(item) + "' is not KEY=VALUE");
+      const std::string key(item.substr(0, e)), value(item.substr(e + 1));
+      auto number = [&](double* v) -> Status {
+        char* end = nullptr;
+        *v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !std::isfinite(*v))
+          return invalid_argument(flag + ": " + key + "=" + value + " is not a number");
+        return Status::ok();
+      };
+      double v = 0;
+      if (key == "bits") {
+        SUBMOE_RETURN_IF_ERROR(number(&v));
+        r.bits = v;
+      } else if (key == "group_size" || key == "group-size") {
+        SUBMOE_RETURN_IF_ERROR(number(&v));
+        if (v < 0 || v != std::floor(v) || v > 1e9) return invalid_argument(flag + ": group_size=" + value + " is not a count");
+        r.group_size = static_cast<uint32_t>(v);
+      } else if (key == "code") {
+        r.code = value;
+      } else if (key == "p0" || key == "dict_p0") {
+        SUBMOE_RETURN_IF_ERROR(number(&v));
+        r.p0 = v;
+      } else {
+        r.extra.emplace_back(key, value);
+      }
+    }
+    const std::string cls = spec.substr(0, eq);
+    std::vector<model::DenseClass> classes;
+    if (cls == "all") {
+      classes = {model::DenseClass::kAttention, model::DenseClass::kSharedExpert, model::DenseClass::kDenseMlp,
+                 model::DenseClass::kLmHead};
+    } else {
+      auto c = model::parse_dense_class(cls);
+      if (!c.is_ok()) return c.status().with_context("--dense-repr");
+      classes = {*c};
+    }
+    for (model::DenseClass c : classes) out.push_back({c, r, cls == "all"});
+  }
+  return out;
+}
+
 Status run_compress(CompressCli& c) {
   if (c.method == "gptq")
     c.o.method = calib::QuantMethod::kGptq;
@@ -146,6 +214,7 @@ Status run_compress(CompressCli& c) {
     return invalid_argument("--method must be gptq or rtn, got '" + c.method + "'");
   SUBMOE_ASSIGN_OR_RETURN(c.o.repr, repr_options(c));
   SUBMOE_ASSIGN_OR_RETURN(c.o.alloc, calib::parse_rate_alloc(c.alloc));
+  SUBMOE_ASSIGN_OR_RETURN(c.o.dense_reprs, dense_repr_choices(c.dense_reprs));
   c.o.require_samples = c.samples_opt != nullptr && c.samples_opt->count() > 0;
   if (c.no_ldl) {
     // Error feedback off: every block rounded from its own values (RTN on the
@@ -174,7 +243,8 @@ void setup(CLI::App& root) {
       "GPTQ (batched over expert groups) on the hidden states produced by the already compressed layers,\n"
       "then packed in the chosen representation (--repr): ternary_dict (the sub-1-bit dictionary code, default)\n"
       "or int (packed 2/3/4-bit codes).\n"
-      "Attention, norms, routers, shared experts and embeddings keep their original dtype.\n"
+      "Attention, norms, routers, shared experts and embeddings keep their original dtype unless --dense-repr\n"
+      "stores a class of them packed.\n"
       "Output: OUT/{config.json (with quantization_config), model.safetensors, tokenizer files,\n"
       "submoe_manifest.json (provenance + ledger), compress_report.json (timings)}. Progress is\n"
       "checkpointed after every layer in OUT/.submoe-work; after an interruption, --resume continues and\n"
@@ -194,6 +264,12 @@ void setup(CLI::App& root) {
   cmd->add_option("--repr-opt", c->repr_opts,
                   "KEY=VALUE option of the representation (repeatable), e.g. rvq's beam=8, train_vectors=65536,\n"
                   "iters=20, seed=1, rht=on|off; a representation refuses keys it does not know");
+  cmd->add_option("--dense-repr", c->dense_reprs,
+                  "CLASS=REPR[,KEY=VALUE...] (repeatable): store one class of dense projections in a representation\n"
+                  "instead of its source dtype, round to nearest; CLASS: attention, shared_expert, dense_mlp, lm_head,\n"
+                  "router, or all (those of the first four the model has); REPR and keys as --repr (bits=, group_size=, code=, p0=, its own),\n"
+                  "e.g. all=int,bits=4,group_size=32 or attention=ternary_dict. Token embeddings stay in their dtype.\n"
+                  "Default: every dense weight in its source dtype (QMoE's choice)");
   cmd->add_option("--alloc", c->alloc,
                   "per-expert rates from routing popularity, on the representation's rate ladder (rvq: 0.5-bit\n"
                   "steps, int: 2/3/4 bits), each layer's mean rate exactly --bits (docs/allocation.md):\n"

@@ -17,6 +17,7 @@
 #include "submoe/io/safetensors.h"
 #include "submoe/runtime/artifact.h"
 #include "submoe/runtime/artifact_format.h"
+#include "submoe/runtime/artifact_model.h"
 
 namespace submoe::cli {
 namespace {
@@ -35,6 +36,7 @@ struct Verification {
   bool checksummed = false;    // the artifact's manifest carries checksums
   int64_t tensors_finite = 0;  // float tensors without NaN or Inf
   int64_t experts_built = 0;   // experts decoded from their bytes and validated
+  bool dense_packed = false;   // packed dense classes: every projection built (validated)
 };
 
 struct Inspection {
@@ -60,6 +62,11 @@ Status verify(Inspection* in) {
     const runtime::Artifact& a = *in->artifact;
     v.checksummed = a.has_checksums();
     SUBMOE_RETURN_IF_ERROR(a.verify_dense_tensors());
+    if (!a.quantization().dense_weights.empty()) {
+      // Packed dense classes: the loader builds (and so validates) every projection.
+      SUBMOE_RETURN_IF_ERROR(runtime::load_artifact_dense_weights(in->artifact).status());
+      v.dense_packed = true;
+    }
     for (int l = 0; l < a.num_layers(); ++l) {
       for (int e = 0; e < a.num_experts(); ++e) {
         if (!a.has_expert(l, e)) continue;
@@ -92,7 +99,8 @@ std::string integrity_line(const Inspection& in) {
   s += "; --verify: ";
   if (in.artifact)
     s += std::string(v.checksummed ? "every tensor and expert range matches its checksum, " : "") +
-         std::to_string(v.experts_built) + " experts decoded and validated, ";
+         std::to_string(v.experts_built) + " experts decoded and validated, " +
+         (v.dense_packed ? "packed dense projections validated, " : "");
   return s + std::to_string(v.tensors_finite) + " float tensors finite: ok";
 }
 
@@ -317,9 +325,23 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
               << " weights in " << human_bytes(in.expert_packed_bytes) << " = " << bpw << " bits/weight";
     if (in.dictionary_bytes) std::cout << " (+ shared tensors " << human_bytes(in.dictionary_bytes) << ")";
     std::cout << "\n               (the parameter counts above count the packed experts' stored elements)\n";
+    const auto classes = in.ledger.is_object() ? in.ledger.find("dense_classes") : in.ledger.end();
+    if (in.ledger.is_object() && classes != in.ledger.end() && classes->is_object()) {
+      std::cout << "dense weights:\n";
+      for (const auto& [name, c] : classes->items()) {
+        if (!c.is_object()) continue;
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-14s %8s weights, %10s, %6.3f bits/weight, %s\n", name.c_str(),
+                      human_count(c.value("weights", int64_t{0})).c_str(),
+                      human_bytes(c.value("bytes", uint64_t{0})).c_str(), c.value("bits_per_weight", 0.0),
+                      c.value("representation", std::string("?")).c_str());
+        std::cout << line;
+      }
+    }
     if (in.ledger.is_object()) {
       std::cout << "ledger:        (" << artifact::kManifestFile << ")\n";
-      for (const auto& [k, v] : in.ledger.items()) std::cout << "  " << k << ": " << v.dump() << "\n";
+      for (const auto& [k, v] : in.ledger.items())
+        if (k != "dense_classes") std::cout << "  " << k << ": " << v.dump() << "\n";
     }
   }
   std::cout << "integrity:     " << integrity_line(in) << "\n";

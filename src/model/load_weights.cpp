@@ -22,7 +22,7 @@ std::string shape_of(std::initializer_list<int64_t> dims) {
 
 class TensorSource {
  public:
-  explicit TensorSource(const io::SafetensorsModel& m) : m_(m) {}
+  explicit TensorSource(const io::SafetensorsModel& m, DenseLinearHook hook = {}) : m_(m), hook_(std::move(hook)) {}
 
   Result<const io::TensorView*> get(const std::string& name, std::initializer_list<int64_t> dims) const {
     const io::TensorView* t = m_.find(name);
@@ -45,7 +45,14 @@ class TensorSource {
   }
   bool has(const std::string& name) const { return m_.find(name) != nullptr; }
 
-  Result<std::unique_ptr<LinearOp>> linear(const std::string& name, int64_t out, int64_t in) const {
+  Result<std::unique_ptr<LinearOp>> linear(const std::string& name, DenseClass cls, int64_t out, int64_t in) const {
+    if (hook_) {
+      SUBMOE_ASSIGN_OR_RETURN(DenseOverride o, hook_(name, cls, out, in));
+      if (o.op) {
+        used_.insert(o.tensors.begin(), o.tensors.end());
+        return std::move(o.op);
+      }
+    }
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {out, in}));
     return make_dense_linear(*t);
   }
@@ -61,6 +68,7 @@ class TensorSource {
 
  private:
   const io::SafetensorsModel& m_;
+  DenseLinearHook hook_;
   mutable std::set<const io::TensorView*> used_;
 };
 
@@ -81,12 +89,12 @@ Status check_all_tensors_used(const TensorSource& src, const LoadWeightsOptions&
                       "implement; pass --allow-extra-tensors to run without them");
 }
 
-Result<SwiGluWeights> load_swiglu(const TensorSource& src, const std::string& prefix, int64_t hidden,
+Result<SwiGluWeights> load_swiglu(const TensorSource& src, const std::string& prefix, DenseClass cls, int64_t hidden,
                                   int64_t inner) {
   SwiGluWeights w;
-  SUBMOE_ASSIGN_OR_RETURN(w.gate, src.linear(prefix + ".gate_proj.weight", inner, hidden));
-  SUBMOE_ASSIGN_OR_RETURN(w.up, src.linear(prefix + ".up_proj.weight", inner, hidden));
-  SUBMOE_ASSIGN_OR_RETURN(w.down, src.linear(prefix + ".down_proj.weight", hidden, inner));
+  SUBMOE_ASSIGN_OR_RETURN(w.gate, src.linear(prefix + ".gate_proj.weight", cls, inner, hidden));
+  SUBMOE_ASSIGN_OR_RETURN(w.up, src.linear(prefix + ".up_proj.weight", cls, inner, hidden));
+  SUBMOE_ASSIGN_OR_RETURN(w.down, src.linear(prefix + ".down_proj.weight", cls, hidden, inner));
   return w;
 }
 
@@ -162,10 +170,10 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
   SUBMOE_ASSIGN_OR_RETURN(L->input_norm, src.vector(p + "input_layernorm.weight", H));
   SUBMOE_ASSIGN_OR_RETURN(L->post_attention_norm, src.vector(p + "post_attention_layernorm.weight", H));
   const std::string a = p + "self_attn.";
-  SUBMOE_ASSIGN_OR_RETURN(L->q, src.linear(a + "q_proj.weight", nH * D, H));
-  SUBMOE_ASSIGN_OR_RETURN(L->k, src.linear(a + "k_proj.weight", nKV * D, H));
-  SUBMOE_ASSIGN_OR_RETURN(L->v, src.linear(a + "v_proj.weight", nKV * D, H));
-  SUBMOE_ASSIGN_OR_RETURN(L->o, src.linear(a + "o_proj.weight", H, nH * D));
+  SUBMOE_ASSIGN_OR_RETURN(L->q, src.linear(a + "q_proj.weight", DenseClass::kAttention, nH * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->k, src.linear(a + "k_proj.weight", DenseClass::kAttention, nKV * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->v, src.linear(a + "v_proj.weight", DenseClass::kAttention, nKV * D, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->o, src.linear(a + "o_proj.weight", DenseClass::kAttention, H, nH * D));
   SUBMOE_ASSIGN_OR_RETURN(L->q_bias, src.optional_vector(c.qkv_bias, a + "q_proj.bias", nH * D));
   SUBMOE_ASSIGN_OR_RETURN(L->k_bias, src.optional_vector(c.qkv_bias, a + "k_proj.bias", nKV * D));
   SUBMOE_ASSIGN_OR_RETURN(L->v_bias, src.optional_vector(c.qkv_bias, a + "v_proj.bias", nKV * D));
@@ -179,18 +187,19 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
   }
   L->sparse = c.is_moe_layer(layer);
   if (!L->sparse) {
-    SUBMOE_ASSIGN_OR_RETURN(L->mlp, load_swiglu(src, p + "mlp", H, c.intermediate_size));
+    SUBMOE_ASSIGN_OR_RETURN(L->mlp, load_swiglu(src, p + "mlp", DenseClass::kDenseMlp, H, c.intermediate_size));
     return Status::ok();
   }
   const std::string block = sparse_block_prefix(arch, layer);
   // v5 in-memory naming of Mixtral's router ("mlp.gate") when experts are fused.
   std::string router = block + ".gate.weight";
   if (!src.has(router) && src.has(p + "mlp.gate.weight")) router = p + "mlp.gate.weight";
-  SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, c.num_experts, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, DenseClass::kRouter, c.num_experts, H));
   if (arch.has_shared_expert) {
     SUBMOE_ASSIGN_OR_RETURN(L->shared_expert,
-                            load_swiglu(src, block + ".shared_expert", H, c.shared_expert_intermediate_size));
-    SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate, src.linear(block + ".shared_expert_gate.weight", 1, H));
+                            load_swiglu(src, block + ".shared_expert", DenseClass::kSharedExpert, H,
+                                        c.shared_expert_intermediate_size));
+    SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate, src.linear(block + ".shared_expert_gate.weight", DenseClass::kRouter, 1, H));
   }
   if (experts) {
     SUBMOE_ASSIGN_OR_RETURN(*experts, load_layer_experts(src, c, arch, layer));
@@ -199,6 +208,30 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
 }
 
 }  // namespace
+
+const char* dense_class_name(DenseClass c) {
+  switch (c) {
+    case DenseClass::kAttention: return "attention";
+    case DenseClass::kSharedExpert: return "shared_expert";
+    case DenseClass::kDenseMlp: return "dense_mlp";
+    case DenseClass::kLmHead: return "lm_head";
+    case DenseClass::kRouter: return "router";
+  }
+  return "?";
+}
+
+Result<DenseClass> parse_dense_class(std::string_view name) {
+  std::string msg = "'";
+  msg.append(name);
+  msg.append("' is not a dense weight class (");
+  for (DenseClass c : kDenseClasses) {
+    if (name == dense_class_name(c)) return c;
+    if (c != kDenseClasses[0]) msg.append(", ");
+    msg.append(dense_class_name(c));
+  }
+  msg.append("; the token embeddings are read by row and stay in their dtype)");
+  return invalid_argument(msg);
+}
 
 Result<EmbeddingTable> EmbeddingTable::from_tensor(const io::TensorView& t) {
   if (t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)
@@ -236,7 +269,7 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
                                              std::shared_ptr<const io::SafetensorsModel> tensors,
                                              const LoadWeightsOptions& options) {
   SUBMOE_RETURN_IF_ERROR(arch.check_config(c));
-  const TensorSource src(*tensors);
+  const TensorSource src(*tensors, options.dense_linear);
   const int64_t V = c.vocab_size, H = c.hidden_size;
   ModelWeights w;
   SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* embed, src.get("model.embed_tokens.weight", {V, H}));
@@ -245,7 +278,7 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
   if (c.tie_word_embeddings) {
     SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed));
   } else {
-    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", V, H));
+    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", DenseClass::kLmHead, V, H));
   }
   // Checkpoint and config must agree on the layers: more in the checkpoint
   // would be dropped without a word, fewer (or an absurd count) fail here,

@@ -7,6 +7,7 @@
 #include <set>
 
 #include <algorithm>
+#include <limits>
 #include "submoe/io/file_util.h"
 #include "submoe/runtime/artifact_format.h"
 
@@ -165,6 +166,35 @@ Status Artifact::index_experts() {
       return corrupt_data("unexpected tensor '" + t->name + "' under a routed-experts prefix (docs/format.md 9.3)");
   }
   return Status::ok();
+}
+
+Result<model::DenseOverride> Artifact::dense_op(const std::string& name, model::DenseClass cls, int64_t rows,
+                                                int64_t cols, ExecutionMode mode) const {
+  const std::string cname = model::dense_class_name(cls);
+  const auto it = std::find_if(quant_.dense_weights.begin(), quant_.dense_weights.end(),
+                               [&](const auto& d) { return d.first == cname; });
+  if (it == quant_.dense_weights.end()) return model::DenseOverride{};
+  const MatrixCodec& codec = *codecs_[it->second];
+  const std::string what = "tensor '" + name + "' (quantization_config.dense_weights." + cname + ": " + codec.summary() + ")";
+  constexpr int64_t kMax = std::numeric_limits<uint32_t>::max();
+  if (rows <= 0 || cols <= 0 || rows > kMax || cols > kMax)
+    return corrupt_data(what + ": shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  const auto r = static_cast<uint32_t>(rows), c = static_cast<uint32_t>(cols);
+  SUBMOE_RETURN_IF_ERROR(codec.check_shape(r, c).with_context(what));
+  model::DenseOverride out;
+  std::vector<std::span<const std::byte>> bytes;
+  for (const FieldSpec& spec : codec.fields(r, c)) {
+    const std::string field = name + "." + spec.name;
+    const io::TensorView* t = tensors_->find(field);
+    if (t == nullptr) return corrupt_data(what + ": no field tensor '" + field + "'");
+    SUBMOE_RETURN_IF_ERROR(check_field(*t, spec).with_context(what));
+    out.tensors.push_back(t);
+    bytes.push_back(std::as_bytes(t->bytes()));
+  }
+  auto op = codec.make_op(r, c, bytes, mode);
+  if (!op.is_ok()) return op.status().with_context(what);
+  out.op = std::move(op).value();
+  return out;
 }
 
 bool Artifact::has_expert(int layer, int expert) const {

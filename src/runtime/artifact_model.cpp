@@ -7,7 +7,7 @@
 namespace submoe::runtime {
 
 Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
-                                                        bool allow_unused_tensors) {
+                                                        bool allow_unused_tensors, ExecutionMode mode) {
   if (!artifact) return invalid_argument("load_artifact_dense_weights: no artifact");
   SUBMOE_RETURN_IF_ERROR(artifact->verify_dense_tensors());
   const io::MoeModelConfig& c = artifact->model_config();
@@ -16,6 +16,8 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
   options.skip_routed_experts = true;
   options.read_elsewhere = [a = artifact.get()](const io::TensorView& t) { return a->reads_tensor(t.name); };
   options.allow_unused_tensors = allow_unused_tensors;
+  options.dense_linear = [a = artifact.get(), mode](const std::string& name, model::DenseClass cls, int64_t rows,
+                                                   int64_t cols) { return a->dense_op(name, cls, rows, cols, mode); };
   auto w = model::load_checkpoint_weights(c, arch, artifact->tensors(), options);
   if (!w.is_ok()) return w.status().with_context(artifact->directory());
   // The artifact owns the mapping the dense views point into (and the codebook).
@@ -25,7 +27,7 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
 
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,
                                                              const ArtifactModelOptions& options) {
-  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact, options.allow_unused_tensors));
+  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact, options.allow_unused_tensors, options.execution));
   std::vector<std::vector<model::ResidentExpertProvider::Expert>> experts(
       static_cast<size_t>(artifact->num_layers()));
   for (int l = 0; l < artifact->num_layers(); ++l) {

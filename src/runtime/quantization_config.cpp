@@ -1,6 +1,8 @@
 // Strict parse of quantization_config (docs/format.md 9.2).
 #include "submoe/runtime/quantization_config.h"
 
+#include "submoe/model/model_weights.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +87,24 @@ Status parse_representations(const json& qc, const Keys& k, QuantizationConfig* 
   return Status::ok();
 }
 
+// Version 3: "dense_weights" {class: record index}, each class named once.
+Status parse_dense_weights(const json& qc, const Keys& k, QuantizationConfig* q) {
+  if (!qc.contains("dense_weights")) return Status::ok();
+  if (q->format_version < 3) return k.bad("dense_weights", "needs format_version 3");
+  const json& d = qc.at("dense_weights");
+  if (!d.is_object()) return k.type("dense_weights", "an object {class: representation index}", d);
+  for (const auto& [name, index] : d.items()) {
+    const std::string where = k.prefix + ".dense_weights." + name;
+    auto cls = model::parse_dense_class(name);
+    if (!cls.is_ok()) return corrupt_data(where + ": " + cls.status().message());
+    if (!index.is_number_unsigned() || index.get<uint64_t>() >= q->representations.size())
+      return corrupt_data(where + " = " + index.dump() + " is not an index into the " +
+                          std::to_string(q->representations.size()) + " representations");
+    q->dense_weights.emplace_back(name, static_cast<uint32_t>(index.get<uint64_t>()));
+  }
+  return Status::ok();
+}
+
 // Keys the format defines beside "experts": type-checked when present.
 Status parse_provenance(const json& qc, const Keys& k, QuantizationConfig* q) {
   if (qc.contains("method")) {
@@ -151,6 +171,7 @@ Result<QuantizationConfig> parse_quantization_config(std::string_view config_jso
   } else {
     SUBMOE_RETURN_IF_ERROR(parse_representations(qc, k, &q));
   }
+  SUBMOE_RETURN_IF_ERROR(parse_dense_weights(qc, k, &q));
   SUBMOE_RETURN_IF_ERROR(parse_provenance(qc, k, &q));
   return q;
 }

@@ -73,7 +73,7 @@ TEST(ArtifactCorruption, BadQuantizationConfigNamesTheKey) {
   };
   const std::vector<Case> cases = {
       {true, [](J& q) { q.erase("format_version"); }, "quantization_config.format_version is missing"},
-      {true, [](J& q) { q["format_version"] = 3; }, "format_version is 3, this reader handles 1 to 2",
+      {true, [](J& q) { q["format_version"] = 4; }, "format_version is 4, this reader handles 1 to 3",
        ErrorCode::kUnsupported},
       {true, [](J& q) { q["format_version"] = 0; }, "format_version is 0", ErrorCode::kUnsupported},
       {true, [](J& q) { q["format_version"] = "1"; }, "format_version must be an integer, got string"},
@@ -106,6 +106,36 @@ TEST(ArtifactCorruption, BadQuantizationConfigNamesTheKey) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.needle);
     expect_open_error(c.ternary, [&](ArtifactParts& p) { edit_qc(p, c.edit); }, c.needle, c.code);
+  }
+  // dense_weights (format 3): only with format_version 3, known classes, record indices.
+  expect_open_error(true, [](ArtifactParts& p) { edit_qc(p, [](J& q) { q["dense_weights"] = {{"attention", 0}}; }); },
+                    "dense_weights needs format_version 3");
+  auto v3 = [](J dense) {
+    return [dense](ArtifactParts& p) {
+      p.metadata["submoe_format_version"] = "3";
+      edit_qc(p, [&](J& q) {
+        if (q.contains("experts")) {  // the builder's version 1 record
+          q["representations"] = J::array({q["experts"]});
+          q.erase("experts");
+        }
+        q["format_version"] = 3;
+        q["dense_weights"] = dense;
+      });
+    };
+  };
+  expect_open_error(true, v3({{"embeddings", 0}}), "dense_weights.embeddings: 'embeddings' is not a dense weight class");
+  expect_open_error(true, v3({{"attention", 7}}), "dense_weights.attention = 7 is not an index into the 1 representations");
+  expect_open_error(true, v3(J::array()), "dense_weights must be an object");
+  {
+    // A packed class whose fields are not there: opens, the loader names the field.
+    ArtifactParts p = base_parts(true);
+    v3({{"attention", 0}})(p);
+    TempArtifact a(p);
+    ASSERT_TRUE(Artifact::open(a.dir).is_ok());
+    auto m = load_artifact_model(a.dir);
+    ASSERT_FALSE(m.is_ok());
+    EXPECT_NE(m.status().message().find("no field tensor 'model.layers.0.self_attn.q_proj.weight."), std::string::npos)
+        << m.status().to_string();
   }
   // A quantization_config that is not an object, or is absent.
   expect_open_error(true, [](ArtifactParts& p) { p.config["quantization_config"] = 3; }, "must be an object");

@@ -24,11 +24,20 @@
 #include "submoe/core/status.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/quant/grid.h"
+#include "submoe/model/model_weights.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::calib {
 
 enum class QuantMethod { kGptq, kRtn };
+
+// compress --dense-repr CLASS=SPEC: one dense weight class in a registry
+// representation (the rest stay in their source dtype).
+struct DenseReprChoice {
+  model::DenseClass cls = model::DenseClass::kAttention;
+  runtime::ReprOptions repr;
+  bool if_present = false;  // ("all") a class the model does not have is skipped, not an error
+};
 
 struct CompressOptions {
   std::string model_dir;
@@ -42,6 +51,9 @@ struct CompressOptions {
   // from routing counts: of the source model on the calibration windows, or of
   // the routing trace at `popularity_path` when set.
   RateAlloc alloc = RateAlloc::kUniform;
+  // Dense weight classes stored packed (calib/dense_packing.h); empty: all dense
+  // weights keep their source dtype, as QMoE does.
+  std::vector<DenseReprChoice> dense_reprs;
   std::string popularity_path;
   size_t samples = 128;
   bool require_samples = false;  // fewer windows than `samples` in the text is an error (--samples given)

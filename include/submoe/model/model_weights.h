@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -64,6 +65,29 @@ struct ModelWeights {
   std::shared_ptr<const void> storage;
 };
 
+// The classes of dense (non-routed-expert) projections, as compress
+// --dense-repr names them: attention (q, k, v, o), shared_expert (Qwen2-MoE's
+// gate/up/down; not its [1, H] gate), dense_mlp (layers without routed
+// experts), lm_head (untied), router (the [E, H] routers and the shared
+// expert's gate).
+enum class DenseClass : uint8_t { kAttention, kSharedExpert, kDenseMlp, kLmHead, kRouter };
+inline constexpr DenseClass kDenseClasses[] = {DenseClass::kAttention, DenseClass::kSharedExpert,
+                                               DenseClass::kDenseMlp, DenseClass::kLmHead, DenseClass::kRouter};
+const char* dense_class_name(DenseClass c);
+// The class called `name` (kInvalidArgument listing the names otherwise).
+Result<DenseClass> parse_dense_class(std::string_view name);
+
+// A dense projection built by someone other than the loader (a compressed
+// artifact's packed matrix): the op and the tensors it read.
+struct DenseOverride {
+  std::unique_ptr<LinearOp> op;  // null: the loader reads the tensor itself
+  std::vector<const io::TensorView*> tensors;
+};
+// Asked before each dense projection [rows, cols] of the checkpoint is read,
+// with the tensor name it would read.
+using DenseLinearHook =
+    std::function<Result<DenseOverride>(const std::string& name, DenseClass cls, int64_t rows, int64_t cols)>;
+
 struct LoadWeightsOptions {
   // Read no routed-expert tensor and leave ModelWeights::experts null: builders
   // whose experts are stored otherwise (compressed artifacts, runtime/) fill it.
@@ -76,6 +100,8 @@ struct LoadWeightsOptions {
   // (kCorruptData naming it: the config probably does not describe this
   // checkpoint) unless this is set (--allow-extra-tensors).
   bool allow_unused_tensors = false;
+  // Optional: builds some dense projections itself (see DenseLinearHook).
+  DenseLinearHook dense_linear;
 };
 
 // Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused

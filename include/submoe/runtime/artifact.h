@@ -41,6 +41,7 @@
 #include "submoe/runtime/artifact_checksums.h"
 #include "submoe/runtime/artifact_format.h"
 #include "submoe/runtime/compressed_linear.h"
+#include "submoe/model/model_weights.h"
 #include "submoe/runtime/quantization_config.h"
 #include "submoe/runtime/representation.h"
 
@@ -103,6 +104,13 @@ class Artifact {
   // Whether `name` is read by the artifact itself: a routed expert's field or
   // a codec's shared tensor (everything else is dense weight).
   bool reads_tensor(std::string_view name) const { return codec_tensors_.count(name) != 0; }
+
+  // The packed op of a dense projection `name` [rows, cols] of class `cls`
+  // when quantization_config.dense_weights packs that class (its fields
+  // <name>.<field> checked and validated), else an empty override: the
+  // loader's hook (model::DenseLinearHook).
+  Result<model::DenseOverride> dense_op(const std::string& name, model::DenseClass cls, int64_t rows, int64_t cols,
+                                        ExecutionMode mode) const;
 
   // Whether the manifest carries checksums (they were verified on open).
   bool has_checksums() const { return checksums_.has_value(); }

@@ -18,8 +18,12 @@ namespace submoe::artifact {
 
 // Version 2 records the representation of every expert matrix
 // (quantization_config.representations + expert_matrices); version 1 had one
-// "experts" record for all. Readers handle both; writers write 2.
-inline constexpr int kArtifactFormatVersion = 2;
+// "experts" record for all. Version 3 adds "dense_weights": classes of dense
+// projections stored packed, each tensor <name> as fields <name>.<field>
+// (docs/format.md 9.5). Readers handle 1 to 3; writers write 2, or 3 when some
+// dense class is packed (so readers of 2 still open every other artifact).
+inline constexpr int kArtifactFormatVersion = 3;
+inline constexpr int kDenseBf16FormatVersion = 2;
 inline constexpr int kOldestReadableFormatVersion = 1;
 inline constexpr std::string_view kQuantMethod = "submoe";  // quantization_config.quant_method
 inline constexpr std::string_view kManifestFile = "submoe_manifest.json";

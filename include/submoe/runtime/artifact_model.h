@@ -21,9 +21,11 @@ struct ArtifactModelOptions {
 
 // Everything but the routed experts (ModelWeights::experts is null, storage
 // keeps the artifact alive): for builders that bring their own ExpertProvider
-// (offload), then model::MoeModel::create.
+// (offload), then model::MoeModel::create. Dense classes stored packed
+// (quantization_config.dense_weights) get their representation's op in `mode`.
 Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
-                                                        bool allow_unused_tensors = false);
+                                                        bool allow_unused_tensors = false,
+                                                        ExecutionMode mode = ExecutionMode::kFused);
 
 // Every expert resident in memory (built with expert_resident in `options.execution`).
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "submoe/core/status.h"
@@ -33,6 +34,9 @@ struct QuantizationConfig {
   // Version 2's "expert_matrices": [layer][expert] -> indices; layers without
   // routed experts hold an empty array. Empty: every matrix uses record 0.
   std::vector<std::vector<ExpertMatrixReprs>> expert_matrices;
+  // Version 3's "dense_weights": {class name (model::dense_class_name) -> record
+  // index}; the classes whose projections are stored packed.
+  std::vector<std::pair<std::string, uint32_t>> dense_weights;
   // Provenance, when written.
   std::string method;  // "gptq" / "rtn"
   std::string grid;    // "ternary", "int3", "int4-g128", "mixed", ...
