@@ -12,6 +12,7 @@
 #   scripts/peer_llamacpp_e2e.sh              # synth model, 3 rounds, 1 and 2 threads
 #   ROUNDS=5 THREADS="1 2" scripts/peer_llamacpp_e2e.sh
 #   SYNTH_ARGS="--layers 4 ..." scripts/peer_llamacpp_e2e.sh   # another synth shape
+#   ONLY="ternary" scripts/peer_llamacpp_e2e.sh       # only the pairs whose name matches
 #
 # Pairs (llama.cpp type, submoe artifact), the rest of the weights bf16 in both
 # unless said:
@@ -19,7 +20,9 @@
 #   ternary experts  TQ2_0 experts                 compress --repr ternary_dict (qmoe code), fused-int8
 #   4-bit experts    Q4_0 experts                  compress --repr int --bits 4 --group-size 32, fused-int8
 #   2-bit experts    Q2_K experts                  compress --repr int --bits 2 --group-size 64, fused-int8
-#   all ternary      TQ2_0 every tensor            (llama.cpp only: submoe keeps dense weights bf16)
+#   all ternary      TQ2_0 every tensor            ternary experts, --dense-repr all=ternary_dict, fused-int8
+#   ternary experts, int4 dense                    the same GGUF; --dense-repr all=int,bits=4,group_size=32
+# (token embeddings: TQ2_0 in llama.cpp, bf16 in submoe, which reads them by row).
 # Decode: 64 generated tokens (llama-bench -n 64, from an empty context; submoe
 # run after a ~15-token prompt, --ignore-eos); prefill: a 256-token prompt
 # (llama-bench -p 256; submoe run on ~256 tokens of text, its own count reported).
@@ -84,6 +87,8 @@ compress() {  # name, compress args...
 compress ternary --repr ternary_dict
 compress int4g32 --repr int --bits 4 --group-size 32
 compress int2g64 --repr int --bits 2 --group-size 64
+compress ternary-dint4 --repr ternary_dict --dense-repr all=int,bits=4,group_size=32
+compress ternary-dternary --repr ternary_dict --dense-repr all=ternary_dict
 
 # 3. GGUF files: the converter's bf16, then llama-quantize per pair.
 gguf_bf16=$work/synth-bf16.gguf
@@ -127,8 +132,14 @@ pairs=(
   "ternary experts|synth-tq2_0-experts.gguf|$work/ternary|fused-int8"
   "4-bit experts|synth-q4_0-experts.gguf|$work/int4g32|fused-int8"
   "2-bit experts|synth-q2_k-experts.gguf|$work/int2g64|fused-int8"
-  "all ternary|synth-tq2_0-all.gguf||"
+  "all ternary|synth-tq2_0-all.gguf|$work/ternary-dternary|fused-int8"
+  "ternary experts, int4 dense|synth-tq2_0-all.gguf|$work/ternary-dint4|fused-int8"
 )
+if [ -n "${ONLY:-}" ]; then  # a regular expression on the pair names
+  kept=()
+  for pair in "${pairs[@]}"; do [[ ${pair%%|*} =~ $ONLY ]] && kept+=("$pair"); done
+  pairs=("${kept[@]}")
+fi
 results=$work/results.jsonl
 : >"$results.tmp"
 emit() { echo "$1" | tee -a "$results.tmp"; }
