@@ -7,18 +7,21 @@
 // (a whole submoe_manifest.json), that member too. Beyond "no crash":
 //   - accepted checksums survive checksums_to_json, dump and parse back to an
 //     equal ArtifactChecksums, and the JSON itself is accepted unchanged;
-//   - an accepted quantization_config has a readable format_version (1 or 2),
+//   - an accepted quantization_config has a readable format_version (1 to 3),
 //     one record path per representation record, every record a JSON object,
 //     version 1 exactly one record and no expert_matrices, and every
-//     expert_matrices index (record_of) inside the records.
+//     expert_matrices index (record_of) inside the records; dense_weights
+//     only in version 3, each class a known name, once, its index inside the records.
 // Any crash, sanitizer report, uncaught exception or broken invariant (abort)
 // is a finding.
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "submoe/model/dense_class.h"
 #include "submoe/runtime/artifact_checksums.h"
 #include "submoe/runtime/artifact_format.h"
 #include "submoe/runtime/quantization_config.h"
@@ -63,6 +66,12 @@ void check_quantization_config(std::string_view text) {
     for (size_t e = 0; e < q->expert_matrices[l].size(); ++e)
       for (size_t p = 0; p < 3; ++p) require(q->record_of(l, e, p) < q->representations.size());
   if (q->expert_matrices.empty()) require(q->record_of(7, 3, 2) == 0);
+  if (!q->dense_weights.empty()) require(q->format_version >= 3);
+  std::set<std::string> classes;
+  for (const auto& [name, index] : q->dense_weights) {
+    require(model::parse_dense_class(name).is_ok() && classes.insert(name).second);
+    require(index < q->representations.size());
+  }
 }
 
 }  // namespace

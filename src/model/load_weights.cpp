@@ -209,30 +209,6 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
 
 }  // namespace
 
-const char* dense_class_name(DenseClass c) {
-  switch (c) {
-    case DenseClass::kAttention: return "attention";
-    case DenseClass::kSharedExpert: return "shared_expert";
-    case DenseClass::kDenseMlp: return "dense_mlp";
-    case DenseClass::kLmHead: return "lm_head";
-    case DenseClass::kRouter: return "router";
-  }
-  return "?";
-}
-
-Result<DenseClass> parse_dense_class(std::string_view name) {
-  std::string msg = "'";
-  msg.append(name);
-  msg.append("' is not a dense weight class (");
-  for (DenseClass c : kDenseClasses) {
-    if (name == dense_class_name(c)) return c;
-    if (c != kDenseClasses[0]) msg.append(", ");
-    msg.append(dense_class_name(c));
-  }
-  msg.append("; the token embeddings are read by row and stay in their dtype)");
-  return invalid_argument(msg);
-}
-
 Result<EmbeddingTable> EmbeddingTable::from_tensor(const io::TensorView& t) {
   if (t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)
     return invalid_argument("tensor '" + t.name + "': an embedding must be 2-D [vocab, hidden], got " +

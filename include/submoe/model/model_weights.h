@@ -15,6 +15,7 @@
 #include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
 #include "submoe/model/architecture.h"
+#include "submoe/model/dense_class.h"
 #include "submoe/model/expert_provider.h"
 #include "submoe/model/linear_op.h"
 
@@ -64,18 +65,6 @@ struct ModelWeights {
   // Keeps whatever the views above point into alive (e.g. the mapped checkpoint).
   std::shared_ptr<const void> storage;
 };
-
-// The classes of dense (non-routed-expert) projections, as compress
-// --dense-repr names them: attention (q, k, v, o), shared_expert (Qwen2-MoE's
-// gate/up/down; not its [1, H] gate), dense_mlp (layers without routed
-// experts), lm_head (untied), router (the [E, H] routers and the shared
-// expert's gate).
-enum class DenseClass : uint8_t { kAttention, kSharedExpert, kDenseMlp, kLmHead, kRouter };
-inline constexpr DenseClass kDenseClasses[] = {DenseClass::kAttention, DenseClass::kSharedExpert,
-                                               DenseClass::kDenseMlp, DenseClass::kLmHead, DenseClass::kRouter};
-const char* dense_class_name(DenseClass c);
-// The class called `name` (kInvalidArgument listing the names otherwise).
-Result<DenseClass> parse_dense_class(std::string_view name);
 
 // A dense projection built by someone other than the loader (a compressed
 // artifact's packed matrix): the op and the tensors it read.
