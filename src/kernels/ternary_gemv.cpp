@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/ternary_gemv_internal.h"
 #include "submoe/core/thread_pool.h"
@@ -49,6 +50,9 @@ const TernaryGemvKernels kAvx2Kernels = {
     detail::gemm_f32_ternary_dict_slots_avx2,
     nullptr,
     nullptr,
+    nullptr,
+    nullptr,
+    detail::quantize_i8_f32_avx2,
 };
 
 // Without VBMI (Skylake-SP, Cascade Lake) bf16 activations take the f32 paths.
@@ -89,7 +93,6 @@ struct Int8Quantizer {
   float inv = 0.0f;
 
   int8_t quantize(float v) const { return detail::int8_quantize(v, inv); }
-  float dequantize(float v) const { return scale * static_cast<float>(quantize(v)); }
 };
 
 template <typename Load>
@@ -116,15 +119,28 @@ auto with_token(const ActivationsView& x, uint32_t t, Fn fn) {
   return fn([p](uint32_t c) { return bf16_to_float(p[c]); });
 }
 
-Int8Quantizer token_quantizer(const ActivationsView& x, uint32_t t, uint32_t n) {
-  return with_token(x, t, [n](auto load) { return make_quantizer(load, n); });
+// Token t's kInt8 quantization into q[0, n), with the table's vector
+// quantizer when it has one (the same q and s); returns s.
+float quantize_token(const TernaryGemvKernels& k, const ActivationsView& x, uint32_t t, uint32_t n, int8_t* q) {
+  if (k.quantize_i8 != nullptr && x.type == ActivationType::kF32)
+    return k.quantize_i8(static_cast<const float*>(x.data) + static_cast<size_t>(t) * x.stride, n, q);
+  return quantize_activations_int8(x, t, n, q);
 }
 
-// Token 0 as f32 (or its kInt8 quantization s q when qz is set) followed by
+// Each token's kInt8 quantization s_t q_t, quantized once per call.
+struct QuantizedTokens {
+  const int8_t* q = nullptr;  // token t at q + t * cols
+  const float* scale = nullptr;
+  float at(uint32_t t, uint32_t cols, uint32_t c) const {
+    return scale[t] * static_cast<float>(q[static_cast<size_t>(t) * cols + c]);
+  }
+};
+
+// Token 0 as f32 (or its kInt8 quantization s q when qt is set) followed by
 // kTailPadCols zeros.
-void prepare_padded(const ActivationsView& x, uint32_t cols, const Int8Quantizer* qz, float* xs) {
-  if (qz != nullptr) {
-    for (uint32_t c = 0; c < cols; ++c) xs[c] = qz->dequantize(activation(x, 0, c));
+void prepare_padded(const ActivationsView& x, uint32_t cols, const QuantizedTokens* qt, float* xs) {
+  if (qt != nullptr) {
+    for (uint32_t c = 0; c < cols; ++c) xs[c] = qt->at(0, cols, c);
   } else if (x.type == ActivationType::kF32) {
     std::memcpy(xs, x.data, sizeof(float) * cols);
   } else {
@@ -144,25 +160,27 @@ void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
 // Token 0's int8 quantization followed by kTailPadCols zero bytes; returns s.
 float prepare_padded_i8(const TernaryGemvKernels& k, const ActivationsView& x, uint32_t cols, float* xs) {
   auto* dst = reinterpret_cast<int8_t*>(xs);
-  const float s = k.quantize_i8 != nullptr && x.type == ActivationType::kF32
-                      ? k.quantize_i8(static_cast<const float*>(x.data), cols, dst)
-                      : quantize_activations_int8(x, 0, cols, dst);
+  const float s = quantize_token(k, x, 0, cols, dst);
   std::fill(dst + cols, dst + cols + detail::kTailPadCols, int8_t{0});
   return s;
 }
 
 // Column c: row 2c holds the B tokens' values (zero past B and past cols; the
-// kInt8 quantization s q when qz is set, one quantizer per token), row 2c + 1
-// zeros.
-void prepare_doubled(const ActivationsView& x, uint32_t cols, uint32_t stride, const Int8Quantizer* qz, float* xs) {
-  const size_t total_rows = 2 * (static_cast<size_t>(cols) + detail::kPadCols);
-  std::fill(xs, xs + total_rows * stride, 0.0f);
+// kInt8 quantization s q when qt is set), row 2c + 1 zeros. Each row is
+// written once (values, then zeros to the stride), not cleared first.
+void prepare_doubled(const ActivationsView& x, uint32_t cols, uint32_t stride, const QuantizedTokens* qt, float* xs) {
   for (uint32_t c = 0; c < cols; ++c) {
     float* row = xs + 2 * static_cast<size_t>(c) * stride;
-    for (uint32_t t = 0; t < x.batch; ++t) {
-      row[t] = qz != nullptr ? qz[t].dequantize(activation(x, t, c)) : activation(x, t, c);
+    if (qt != nullptr) {
+      for (uint32_t t = 0; t < x.batch; ++t) row[t] = qt->at(t, cols, c);
+    } else {
+      for (uint32_t t = 0; t < x.batch; ++t) row[t] = activation(x, t, c);
     }
+    std::fill(row + x.batch, row + 2 * static_cast<size_t>(stride), 0.0f);
   }
+  const size_t pad_rows = 2 * static_cast<size_t>(detail::kPadCols);
+  float* tail = xs + 2 * static_cast<size_t>(cols) * stride;
+  std::fill(tail, tail + pad_rows * stride, 0.0f);
 }
 
 Status check_args(const TernaryGemvKernels& k, const TernaryKernelTable& table, const PackedTernaryView& w,
@@ -322,11 +340,16 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   args.y = y.data;
   args.y_stride = y.stride;
   float* xs = align_up(workspace.data());
-  Int8Quantizer quantizers[kMaxKernelBatch];
-  const Int8Quantizer* qz = nullptr;
+  thread_local std::vector<int8_t> q8;
+  float scales[kMaxKernelBatch];
+  QuantizedTokens tokens;
+  const QuantizedTokens* qz = nullptr;
   if (quant == ActivationQuant::kInt8 && layout != XLayout::kPaddedI8) {
-    for (uint32_t t = 0; t < x.batch; ++t) quantizers[t] = token_quantizer(x, t, w.cols);
-    qz = quantizers;
+    q8.resize(static_cast<size_t>(x.batch) * w.cols);
+    for (uint32_t t = 0; t < x.batch; ++t)
+      scales[t] = quantize_token(kernels, x, t, w.cols, q8.data() + static_cast<size_t>(t) * w.cols);
+    tokens = {q8.data(), scales};
+    qz = &tokens;
   }
   switch (layout) {
     case XLayout::kPadded:
