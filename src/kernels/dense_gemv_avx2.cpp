@@ -3,6 +3,7 @@
 // shift by 16).
 #include <immintrin.h>
 
+#include "kernels/avx2_reduce.h"
 #include "kernels/dense_gemv_internal.h"
 
 namespace submoe::kernels::detail {
@@ -22,13 +23,6 @@ __m256 load_w<bf16_t>(const bf16_t* p) {
 
 inline float widen(float v) { return v; }
 inline float widen(bf16_t v) { return bf16_to_float(v); }
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 template <typename W, int RT, int TT>
 void dense_tile(const DenseGemmArgs& a, uint32_t r, uint32_t t0) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "kernels/avx2_reduce.h"
 #include "kernels/int_gemv_internal.h"
 
 namespace submoe::kernels::detail {
@@ -23,13 +24,6 @@ inline __m256 expand8(uint32_t u, __m256 scale, __m256 neg_scale_zero) {
   const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
   const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts), mask);
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes), scale, neg_scale_zero);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 struct GroupScale {

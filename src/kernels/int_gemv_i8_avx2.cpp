@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "kernels/int8_activations.h"
+#include "kernels/avx2_reduce.h"
 #include "kernels/int_gemv_internal.h"
 
 namespace submoe::kernels::detail {
@@ -30,13 +31,6 @@ constexpr uint32_t kUnitCols = 64;
 // 1 thread, Xeon with AVX-512) the expert kernels took 21.0 ms/token without,
 // 18.1 / 16.0 / 13.2 / 13.7 ms with 256 / 1024 / 2048 / 4096 bytes.
 constexpr size_t kPrefetchBytes = 2048;
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 struct Codes {
   __m256i a, b;

@@ -5,6 +5,7 @@
 // multiplied into every token of the slab.
 #include <immintrin.h>
 
+#include "kernels/avx2_reduce.h"
 #include "kernels/rvq_gemv_internal.h"
 
 namespace submoe::kernels::detail {
@@ -146,14 +147,6 @@ void rvq_rows_i8_avx2(const RvqGemmArgs& a, uint32_t panel_begin, uint32_t panel
 }
 
 namespace {
-
-// 8 partial sums of one vector.
-inline float hsum(__m256 v) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
 
 // Rows [r0, r1) of a slab of T tokens: each 16-weight subvector decoded once
 // (the sum of its S codebook rows, ascending s, as the reference decoder

@@ -63,6 +63,30 @@ IntTestMatrix make_int_matrix(uint32_t rows, uint32_t cols, uint32_t bits, uint3
   return m;
 }
 
+// Every (token, row) of y against the float64 oracle of m's reference weights
+// times x (token t at x + t * x_stride), inside the float summation bound; and
+// nothing written past the rows. Returns the (row, token) pairs checked.
+size_t expect_matches_oracle(const IntTestMatrix& m, const std::vector<float>& y, size_t y_stride, const float* x,
+                             size_t x_stride, uint32_t batch, const std::string& label) {
+  const intn::PackedIntView w = m.packed.view();
+  size_t checked = 0;
+  for (uint32_t t = 0; t < batch; ++t) {
+    for (uint32_t r = 0; r < w.rows; ++r) {
+      const testing::OracleRow o = testing::oracle(m.dense, w.cols, r, x + t * x_stride);
+      const double got = y[t * y_stride + r];
+      const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
+      if (!(std::fabs(got - o.y) <= bound)) {
+        ADD_FAILURE() << label << ": row " << r << " token " << t << " got " << got << " want " << o.y << " (bound "
+                      << bound << ")";
+        return checked;
+      }
+      ++checked;
+    }
+    EXPECT_EQ(y[t * y_stride + w.rows], -7.0f) << label << ": wrote past the rows";
+  }
+  return checked;
+}
+
 size_t check_kernels(const IntGemvKernels& k, const IntTestMatrix& m, uint32_t batch, ThreadPool* pool,
                      ActivationType type, uint64_t seed, const std::string& what) {
   const intn::PackedIntView w = m.packed.view();
@@ -84,22 +108,7 @@ size_t check_kernels(const IntGemvKernels& k, const IntTestMatrix& m, uint32_t b
   // An offset workspace start: the driver aligns it itself.
   const Status st = gemm_int(k, w, xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(3), pool);
   EXPECT_TRUE(st.is_ok()) << what << ": " << st.to_string();
-  size_t checked = 0;
-  for (uint32_t t = 0; t < batch; ++t) {
-    for (uint32_t r = 0; r < w.rows; ++r) {
-      const testing::OracleRow o = testing::oracle(m.dense, w.cols, r, x.data() + t * x_stride);
-      const double got = y[t * y_stride + r];
-      const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
-      if (!(std::fabs(got - o.y) <= bound)) {
-        ADD_FAILURE() << what << " " << int_kernel_name(k, batch) << ": row " << r << " token " << t << " got " << got
-                      << " want " << o.y << " (bound " << bound << ")";
-        return checked;
-      }
-      ++checked;
-    }
-    EXPECT_EQ(y[t * y_stride + w.rows], -7.0f) << what << ": wrote past the rows";
-  }
-  return checked;
+  return expect_matches_oracle(m, y, y_stride, x.data(), x_stride, batch, what + " " + int_kernel_name(k, batch));
 }
 
 struct Shape {
@@ -132,23 +141,9 @@ size_t check_int8(const IntGemvKernels& k, const IntTestMatrix& m, uint32_t batc
   const Status st =
       gemm_int(k, w, xv, OutputView{y.data(), y_stride}, std::span<float>(ws).subspan(1), pool, ActivationQuant::kInt8);
   EXPECT_TRUE(st.is_ok()) << what << ": " << st.to_string();
-  size_t checked = 0;
-  for (uint32_t t = 0; t < batch; ++t) {
-    for (uint32_t r = 0; r < w.rows; ++r) {
-      // s q is exact in float (24 x 8 bits), so this oracle is the int8 product exactly.
-      const testing::OracleRow o = testing::oracle(m.dense, w.cols, r, xq.data() + t * x_stride);
-      const double got = y[t * y_stride + r];
-      const double bound = testing::summation_bound(o.nonzeros, o.sum_abs);
-      if (!(std::fabs(got - o.y) <= bound)) {
-        ADD_FAILURE() << what << " " << int_kernel_name(k, w.bits, batch, ActivationQuant::kInt8) << ": row " << r
-                      << " token " << t << " got " << got << " want " << o.y << " (bound " << bound << ")";
-        return checked;
-      }
-      ++checked;
-    }
-    EXPECT_EQ(y[t * y_stride + w.rows], -7.0f) << what << ": wrote past the rows";
-  }
-  return checked;
+  // s q is exact in float (24 x 8 bits), so this oracle is the int8 product exactly.
+  return expect_matches_oracle(m, y, y_stride, xq.data(), x_stride, batch,
+                               what + " " + int_kernel_name(k, w.bits, batch, ActivationQuant::kInt8));
 }
 
 TEST(IntGemv, Int8ActivationsMatchTheQuantizedOracleAcrossBitsGroupsShapesAndBatches) {
