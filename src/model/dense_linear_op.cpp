@@ -3,6 +3,7 @@
 
 #include "dense_matmul.h"
 #include "submoe/core/aligned_buffer.h"
+#include "submoe/core/huge_page_buffer.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/model/linear_op.h"
 
@@ -15,10 +16,16 @@ namespace {
 // splitting them gains ~9 us, while at ~64K weights gain and cost are even.
 constexpr size_t kParallelMinMacs = size_t{1} << 17;
 
+// Smaller matrices stay where they are: a copy rounds up to a whole 2 MiB
+// page, and a few small matrices cost few TLB misses.
+constexpr size_t kHugePageMinBytes = size_t{1} << 20;
+
 class DenseLinearOp final : public LinearOp {
  public:
   DenseLinearOp(const void* data, DenseDType dtype, size_t rows, size_t cols, AlignedBuffer<uint8_t> owned)
       : owned_(std::move(owned)), m_{owned_.empty() ? data : owned_.data(), dtype, rows, cols} {}
+  DenseLinearOp(HugePageBuffer huge, DenseDType dtype, size_t rows, size_t cols)
+      : huge_(std::move(huge)), m_{huge_.data(), dtype, rows, cols} {}
 
   size_t in_features() const override { return m_.cols; }
   size_t out_features() const override { return m_.rows; }
@@ -45,12 +52,13 @@ class DenseLinearOp final : public LinearOp {
 
  private:
   AlignedBuffer<uint8_t> owned_;
+  HugePageBuffer huge_;
   detail::DenseMatrix m_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w) {
+Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, DenseStorage storage) {
   if (w.shape.size() != 2 || w.shape[0] <= 0 || w.shape[1] <= 0)
     return invalid_argument("tensor '" + w.name + "': a linear weight must be 2-D [out, in], got " +
                             w.shape_string());
@@ -68,6 +76,14 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w) {
     default:
       return invalid_argument("tensor '" + w.name + "': dtype " + std::string(io::dtype_name(w.dtype)) +
                               " is not a dense weight type (BF16, F16, F32)");
+  }
+  if (storage == DenseStorage::kHugePageCopy && w.nbytes >= kHugePageMinBytes) {
+    SUBMOE_ASSIGN_OR_RETURN(HugePageBuffer huge, HugePageBuffer::allocate(w.nbytes));
+    std::memcpy(huge.data(), w.data, w.nbytes);
+    // A view into a checkpoint's (read-only) file mapping: its pages stop
+    // counting towards the resident set; touching them again re-reads the file.
+    if (!w.file.empty()) io::release_pages(w);
+    return std::unique_ptr<LinearOp>(new DenseLinearOp(std::move(huge), dtype, rows, cols));
   }
   const size_t elem = io::dtype_size(w.dtype);
   if (reinterpret_cast<uintptr_t>(w.data) % elem != 0) {

@@ -22,7 +22,10 @@ std::string shape_of(std::initializer_list<int64_t> dims) {
 
 class TensorSource {
  public:
-  explicit TensorSource(const io::SafetensorsModel& m, DenseLinearHook hook = {}) : m_(m), hook_(std::move(hook)) {}
+  explicit TensorSource(const io::SafetensorsModel& m, DenseLinearHook hook = {},
+                        DenseStorage storage = DenseStorage::kInPlace)
+      : m_(m), hook_(std::move(hook)), storage_(storage) {}
+  DenseStorage storage() const { return storage_; }
 
   Result<const io::TensorView*> get(const std::string& name, std::initializer_list<int64_t> dims) const {
     const io::TensorView* t = m_.find(name);
@@ -54,7 +57,7 @@ class TensorSource {
       }
     }
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {out, in}));
-    return make_dense_linear(*t);
+    return make_dense_linear(*t, storage_);
   }
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const {
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {n}));
@@ -69,6 +72,7 @@ class TensorSource {
  private:
   const io::SafetensorsModel& m_;
   DenseLinearHook hook_;
+  DenseStorage storage_;
   mutable std::set<const io::TensorView*> used_;
 };
 
@@ -156,9 +160,9 @@ Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const Ten
   SUBMOE_ASSIGN_OR_RETURN(LayerExpertWeights found, find_experts(src, c, arch, layer));
   std::vector<ResidentExpertProvider::Expert> experts(found.experts.size());
   for (size_t e = 0; e < experts.size(); ++e) {
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].gate, make_dense_linear(found.experts[e].gate));
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].up, make_dense_linear(found.experts[e].up));
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].down, make_dense_linear(found.experts[e].down));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].gate, make_dense_linear(found.experts[e].gate, src.storage()));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].up, make_dense_linear(found.experts[e].up, src.storage()));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].down, make_dense_linear(found.experts[e].down, src.storage()));
   }
   return experts;
 }
@@ -245,14 +249,14 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
                                              std::shared_ptr<const io::SafetensorsModel> tensors,
                                              const LoadWeightsOptions& options) {
   SUBMOE_RETURN_IF_ERROR(arch.check_config(c));
-  const TensorSource src(*tensors, options.dense_linear);
+  const TensorSource src(*tensors, options.dense_linear, options.dense_storage);
   const int64_t V = c.vocab_size, H = c.hidden_size;
   ModelWeights w;
   SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* embed, src.get("model.embed_tokens.weight", {V, H}));
   SUBMOE_ASSIGN_OR_RETURN(w.embed, EmbeddingTable::from_tensor(*embed));
   SUBMOE_ASSIGN_OR_RETURN(w.final_norm, src.vector("model.norm.weight", H));
   if (c.tie_word_embeddings) {
-    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed));
+    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed, options.dense_storage));
   } else {
     SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", DenseClass::kLmHead, V, H));
   }

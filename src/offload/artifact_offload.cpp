@@ -83,7 +83,8 @@ Result<std::unique_ptr<model::MoeModel>> load_artifact_model_offloaded(std::shar
                           make_artifact_expert_source(artifact, load.execution));
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<CachedExpertProvider> provider, make_cached_expert_provider(source, options));
   SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w,
-                          runtime::load_artifact_dense_weights(artifact, load.allow_unused_tensors, load.execution));
+                          runtime::load_artifact_dense_weights(artifact, load.allow_unused_tensors, load.execution,
+                                                                      load.dense_storage));
   if (provider_out) *provider_out = provider.get();
   w.experts = std::move(provider);
   return model::MoeModel::create(artifact->model_config(), std::move(w));

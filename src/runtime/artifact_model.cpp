@@ -7,7 +7,8 @@
 namespace submoe::runtime {
 
 Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
-                                                        bool allow_unused_tensors, ExecutionMode mode) {
+                                                        bool allow_unused_tensors, ExecutionMode mode,
+                                                        model::DenseStorage storage) {
   if (!artifact) return invalid_argument("load_artifact_dense_weights: no artifact");
   SUBMOE_RETURN_IF_ERROR(artifact->verify_dense_tensors());
   const io::MoeModelConfig& c = artifact->model_config();
@@ -16,6 +17,7 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
   options.skip_routed_experts = true;
   options.read_elsewhere = [a = artifact.get()](const io::TensorView& t) { return a->reads_tensor(t.name); };
   options.allow_unused_tensors = allow_unused_tensors;
+  options.dense_storage = storage;
   options.dense_linear = [a = artifact.get(), mode](const std::string& name, model::DenseClass cls, int64_t rows,
                                                    int64_t cols) { return a->dense_op(name, cls, rows, cols, mode); };
   auto w = model::load_checkpoint_weights(c, arch, artifact->tensors(), options);
@@ -27,7 +29,8 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
 
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,
                                                              const ArtifactModelOptions& options) {
-  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact, options.allow_unused_tensors, options.execution));
+  SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w, load_artifact_dense_weights(artifact, options.allow_unused_tensors, options.execution,
+                                                                      options.dense_storage));
   std::vector<std::vector<model::ResidentExpertProvider::Expert>> experts(
       static_cast<size_t>(artifact->num_layers()));
   for (int l = 0; l < artifact->num_layers(); ++l) {
@@ -54,6 +57,7 @@ Result<std::unique_ptr<model::MoeModel>> load_model_or_artifact(const std::strin
   if (is_artifact(directory)) return load_artifact_model(directory, options);
   model::LoadWeightsOptions o;
   o.allow_unused_tensors = options.allow_unused_tensors;
+  o.dense_storage = options.dense_storage;
   return model::MoeModel::load(directory, o);
 }
 

@@ -47,7 +47,15 @@ enum class DenseDType { kF32, kBF16 };
 // owned f32 copy (exact). A view whose data is not aligned to its element size is
 // copied once into an aligned owned buffer, still in its dtype. Other dtypes and
 // shapes that are not 2-D are kInvalidArgument, naming the tensor.
-Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight);
+// Where BF16/F32 weights live:
+//   kInPlace:      in the view's memory (the checkpoint's file mapping);
+//   kHugePageCopy: matrices of 1 MiB or more copied once into 2 MiB huge pages
+//                  (core/huge_page_buffer.h), the view then unused (a view of a
+//                  file mapping, TensorView::file set, has its pages released);
+//                  saves the TLB misses of streaming 4 KiB pages.
+enum class DenseStorage { kInPlace, kHugePageCopy };
+Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight,
+                                                    DenseStorage storage = DenseStorage::kInPlace);
 
 // A dense LinearOp over memory the caller owns (row-major [out_features, in_features],
 // aligned to the element size); for tests and for weights built in memory.

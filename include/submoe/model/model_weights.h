@@ -91,6 +91,8 @@ struct LoadWeightsOptions {
   bool allow_unused_tensors = false;
   // Optional: builds some dense projections itself (see DenseLinearHook).
   DenseLinearHook dense_linear;
+  // Where the dense projections it reads keep their weights (linear_op.h).
+  DenseStorage dense_storage = DenseStorage::kInPlace;
 };
 
 // Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused

@@ -17,6 +17,8 @@ struct ArtifactModelOptions {
   ExecutionMode execution = ExecutionMode::kFused;
   // Tensors nobody reads are an error unless allowed (LoadWeightsOptions).
   bool allow_unused_tensors = false;
+  // Where dense bf16/f32 projections keep their weights (model/linear_op.h).
+  model::DenseStorage dense_storage = model::DenseStorage::kInPlace;
 };
 
 // Everything but the routed experts (ModelWeights::experts is null, storage
@@ -25,7 +27,8 @@ struct ArtifactModelOptions {
 // (quantization_config.dense_weights) get their representation's op in `mode`.
 Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Artifact> artifact,
                                                         bool allow_unused_tensors = false,
-                                                        ExecutionMode mode = ExecutionMode::kFused);
+                                                        ExecutionMode mode = ExecutionMode::kFused,
+                                                        model::DenseStorage storage = model::DenseStorage::kInPlace);
 
 // Every expert resident in memory (built with expert_resident in `options.execution`).
 Result<std::unique_ptr<model::MoeModel>> load_artifact_model(std::shared_ptr<const Artifact> artifact,
