@@ -17,7 +17,7 @@ namespace submoe::cli {
 struct ModelFlags {
   std::string model;
   std::string execution = "fused";
-  std::string huge_pages = "off";  // on | off
+  std::string huge_pages = "auto";  // auto | on | off
   bool allow_extra_tensors = false;
   offload::OffloadFlags offload;
 };

@@ -2,7 +2,7 @@
 # `--huge-pages on` (dense matrices copied into 2 MiB pages at load) changes
 # where weights live, never what is computed: run and eval give the same text
 # and the same loss as `off`, on a checkpoint and on an artifact; a bad value is
-# an error naming the choices.
+# an error naming the choices. (The default, auto, is on for artifacts.)
 #   usage: huge_pages.sh SUBMOE_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
