@@ -8,9 +8,8 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/submoe-results}
 threads=${2:-$(nproc)}
 bin=${SUBMOE_BIN:-build/submoe}
-model=models/default-moe
-calib=data/calib-train-excerpt.txt
-texts=(data/heldout-war-and-peace.txt data/heldout-tinyshakespeare.txt)
+# shellcheck source=lib/heldout.sh
+. scripts/lib/heldout.sh
 mkdir -p "$work"
 
 # name method grid code p0
@@ -34,17 +33,6 @@ for c in "${configs[@]}"; do
     --threads "$threads" --quiet --json --overwrite > "$work/$1.compress.json"
 done
 
-# Held-out loss: token-weighted mean over the two held-out texts.
-heldout() {
-  local dir=$1 sum=0 n=0
-  for t in "${texts[@]}"; do
-    $bin eval --model "$dir" --text "$t" --ctx 256 --threads "$threads" --json 2>/dev/null
-  done | python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-tok = sum(r["tokens"] for r in rows)
-print("%.4f %.4f %.4f" % (rows[0]["nll"], rows[1]["nll"], sum(r["nll"] * r["tokens"] for r in rows) / tok))'
-}
 
 echo "| model | method | grid | expert bits/w | model bits/w | experts vs bf16 | model vs bf16 | sparsity | loss W&P | loss Shakespeare | held-out loss |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"

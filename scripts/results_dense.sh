@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/submoe-results-dense}
 threads=${2:-$(nproc)}
 bin=${SUBMOE_BIN:-build/submoe}
-model=models/default-moe
-calib=data/calib-train-excerpt.txt
-texts=(data/heldout-war-and-peace.txt data/heldout-tinyshakespeare.txt)
+# shellcheck source=lib/heldout.sh
+. scripts/lib/heldout.sh
 mkdir -p "$work"
 
 # name | --dense-repr arguments (empty: every dense weight bf16)
@@ -36,15 +35,6 @@ for c in "${configs[@]}"; do
     --json --overwrite >"$work/$name.compress.json"
 done
 
-heldout() {  # dir [execution] -> "loss_wp loss_shakespeare weighted"
-  for t in "${texts[@]}"; do
-    $bin eval --model "$1" --text "$t" --ctx 256 --threads "$threads" --execution "${2:-fused}" --json 2>/dev/null
-  done | python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-tok = sum(r["tokens"] for r in rows)
-print("%.4f %.4f %.4f" % (rows[0]["nll"], rows[1]["nll"], sum(r["nll"] * r["tokens"] for r in rows) / tok))'
-}
 
 echo "| experts | dense weights | dense bits/w | model bits/w | loss W&P | loss Shakespeare | held-out loss | with --execution fused-int8 |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
