@@ -106,7 +106,11 @@ Result<DenseSet> dense_tensors(const io::SafetensorsModel& src, const std::vecto
     if (skip.count(t->name)) continue;
     DenseSet::Entry e{t, {}};
     const auto cls = class_of.find(t->name);
-    const runtime::MatrixCodec* codec = plan != nullptr ? plan->codec_of(t->name) : nullptr;
+    const runtime::MatrixCodec* codec = nullptr;
+    if (cls != class_of.end()) {
+      const auto c = plan->codecs.find(cls->second);
+      if (c != plan->codecs.end()) codec = c->second.get();
+    }
     uint64_t bytes = t->nbytes;
     if (codec != nullptr) {
       SUBMOE_ASSIGN_OR_RETURN(e.fields, pack_dense_tensor(*t, *codec));

@@ -8,15 +8,6 @@
 
 namespace submoe::calib::detail {
 
-const runtime::MatrixCodec* DensePlan::codec_of(const std::string& tensor) const {
-  for (const DenseProjection& p : projections)
-    if (p.name == tensor) {
-      const auto it = codecs.find(p.cls);
-      return it == codecs.end() ? nullptr : it->second.get();
-    }
-  return nullptr;
-}
-
 Result<DensePlan> make_dense_plan(const std::vector<DenseReprChoice>& choices) {
   DensePlan plan;
   for (const DenseReprChoice& c : choices) {

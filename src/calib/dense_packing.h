@@ -31,8 +31,6 @@ struct DensePlan {
   std::map<model::DenseClass, bool> if_present;  // choices that may name a class the model lacks
   std::vector<DenseProjection> projections;  // every dense projection of the model (recorded at load)
   bool empty() const { return codecs.empty(); }
-  // The codec of a source tensor (null: it stays in its dtype).
-  const runtime::MatrixCodec* codec_of(const std::string& tensor) const;
 };
 Result<DensePlan> make_dense_plan(const std::vector<DenseReprChoice>& choices);
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "submoe/kernels/activations.h"
+
 namespace submoe::kernels::detail {
 
 // The scale for a token whose largest |x| is m: s = m / 127 and inv = 127 / m
@@ -41,5 +43,15 @@ inline int8_t int8_quantize(float v, float inv) {
 // exactly as quantize_activations_int8 gives them).
 float quantize_i8_f32_avx2(const float* x, uint32_t n, int8_t* q);    // int_gemv_i8_avx2.cpp
 float quantize_i8_f32_avx512(const float* x, uint32_t n, int8_t* q);  // ternary_gemv_avx512.cpp
+
+// Token t's kInt8 quantization into q[0, n) through a kernel table's vector
+// quantizer when it has one for f32 input (the same q and s as the scalar
+// definition, quantize_activations_int8, which runs otherwise); returns s.
+using QuantizeI8Fn = float (*)(const float* x, uint32_t n, int8_t* q);
+inline float quantize_token_i8(QuantizeI8Fn vector, const ActivationsView& x, uint32_t t, uint32_t n, int8_t* q) {
+  if (vector != nullptr && x.type == ActivationType::kF32)
+    return vector(static_cast<const float*>(x.data) + static_cast<size_t>(t) * x.stride, n, q);
+  return quantize_activations_int8(x, t, n, q);
+}
 
 }  // namespace submoe::kernels::detail

@@ -4,6 +4,7 @@
 #include "submoe/kernels/int_gemv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -62,10 +63,16 @@ size_t i8_workspace_floats(uint32_t cols, uint32_t batch) {
   return 3 * kAlignFloats + batch * (padded / sizeof(float) + padded / 4 * sizeof(int16_t) / sizeof(float) + 1);
 }
 
-float quantize_token(const IntGemvKernels& k, const ActivationsView& x, uint32_t t, uint32_t cols, int8_t* q) {
-  if (k.quantize_i8 != nullptr && x.type == ActivationType::kF32)
-    return k.quantize_i8(static_cast<const float*>(x.data) + static_cast<size_t>(t) * x.stride, cols, q);
-  return quantize_activations_int8(x, t, cols, q);
+
+// int_i8_unit_column for every byte of a unit, computed once per bit width.
+const std::array<uint8_t, kI8UnitCols>& unit_order(uint32_t bits) {
+  static const auto table = [](uint32_t b) {
+    std::array<uint8_t, kI8UnitCols> t{};
+    for (uint32_t i = 0; i < kI8UnitCols; ++i) t[i] = static_cast<uint8_t>(int_i8_unit_column(b, i));
+    return t;
+  };
+  static const std::array<uint8_t, kI8UnitCols> two = table(2), four = table(4);
+  return bits == 2 ? two : four;
 }
 
 // The int8 kernels' activations in the workspace: each token quantized and laid
@@ -80,15 +87,16 @@ void prepare_i8(const IntGemvKernels& k, const intn::PackedIntView& w, const Act
   thread_local std::vector<int8_t> natural;
   natural.assign(padded, 0);
   for (uint32_t t = 0; t < x.batch; ++t) {
-    scales[t] = quantize_token(k, x, t, w.cols, natural.data());
+    scales[t] = detail::quantize_token_i8(k.quantize_i8, x, t, w.cols, natural.data());
     int8_t* dst = xq + t * padded;
     if (k.i8_layout == IntI8Layout::kNatural) {
       std::memcpy(dst, natural.data(), padded);
       continue;
     }
+    const std::array<uint8_t, kI8UnitCols>& order = unit_order(w.bits);
     for (size_t u = 0; u < padded; u += kI8UnitCols) {
       int8_t* unit = dst + u;
-      for (uint32_t i = 0; i < kI8UnitCols; ++i) unit[i] = natural[u + int_i8_unit_column(w.bits, i)];
+      for (uint32_t i = 0; i < kI8UnitCols; ++i) unit[i] = natural[u + order[i]];
       int16_t* s = sums + t * sums_per_token + u / 4;
       for (uint32_t j = 0; j < 16; ++j)
         s[j] = static_cast<int16_t>(unit[2 * j] + unit[2 * j + 1] + unit[32 + 2 * j] + unit[33 + 2 * j]);
@@ -207,7 +215,7 @@ Status gemm_int(const IntGemvKernels& kernels, const intn::PackedIntView& w, con
     thread_local std::vector<int8_t> q;
     q.resize(w.cols);
     for (uint32_t t = 0; t < x.batch; ++t) {
-      const float s = quantize_token(kernels, x_in, t, w.cols, q.data());
+      const float s = detail::quantize_token_i8(kernels.quantize_i8, x_in, t, w.cols, q.data());
       for (uint32_t c = 0; c < w.cols; ++c) xs[static_cast<size_t>(t) * w.cols + c] = s * static_cast<float>(q[c]);
     }
     x = ActivationsView::f32(xs, x.batch, w.cols);

@@ -121,11 +121,6 @@ auto with_token(const ActivationsView& x, uint32_t t, Fn fn) {
 
 // Token t's kInt8 quantization into q[0, n), with the table's vector
 // quantizer when it has one (the same q and s); returns s.
-float quantize_token(const TernaryGemvKernels& k, const ActivationsView& x, uint32_t t, uint32_t n, int8_t* q) {
-  if (k.quantize_i8 != nullptr && x.type == ActivationType::kF32)
-    return k.quantize_i8(static_cast<const float*>(x.data) + static_cast<size_t>(t) * x.stride, n, q);
-  return quantize_activations_int8(x, t, n, q);
-}
 
 // Each token's kInt8 quantization s_t q_t, quantized once per call.
 struct QuantizedTokens {
@@ -160,7 +155,7 @@ void prepare_padded_bf16(const ActivationsView& x, uint32_t cols, float* xs) {
 // Token 0's int8 quantization followed by kTailPadCols zero bytes; returns s.
 float prepare_padded_i8(const TernaryGemvKernels& k, const ActivationsView& x, uint32_t cols, float* xs) {
   auto* dst = reinterpret_cast<int8_t*>(xs);
-  const float s = quantize_token(k, x, 0, cols, dst);
+  const float s = detail::quantize_token_i8(k.quantize_i8, x, 0, cols, dst);
   std::fill(dst + cols, dst + cols + detail::kTailPadCols, int8_t{0});
   return s;
 }
@@ -347,7 +342,7 @@ Status gemm_ternary_dict(const TernaryGemvKernels& kernels, const TernaryKernelT
   if (quant == ActivationQuant::kInt8 && layout != XLayout::kPaddedI8) {
     q8.resize(static_cast<size_t>(x.batch) * w.cols);
     for (uint32_t t = 0; t < x.batch; ++t)
-      scales[t] = quantize_token(kernels, x, t, w.cols, q8.data() + static_cast<size_t>(t) * w.cols);
+      scales[t] = detail::quantize_token_i8(kernels.quantize_i8, x, t, w.cols, q8.data() + static_cast<size_t>(t) * w.cols);
     tokens = {q8.data(), scales};
     qz = &tokens;
   }
