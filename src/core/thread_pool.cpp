@@ -76,6 +76,8 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
+  // Callers on different threads take turns: one job in flight at a time.
+  std::lock_guard<std::mutex> turn(caller_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;

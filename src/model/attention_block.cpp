@@ -57,12 +57,13 @@ void attend(const AttentionKernels& k, const float* q, const float* keys, const 
 
 }  // namespace
 
-void attention_block(const BlockContext& ctx, size_t layer, KvCache& cache) {
+void attention_block(const BlockContext& ctx, size_t layer) {
   const MoeModel& m = ctx.model;
   const io::MoeModelConfig& c = m.config();
   const LayerWeights& L = m.weights().layers[layer];
   Session::Scratch& s = ctx.s;
-  const size_t T = ctx.num_tokens, p0 = ctx.first_position;
+  const size_t T = ctx.num_tokens;
+  const RowPlacement& rows = ctx.rows;
   const size_t D = static_cast<size_t>(c.head_dim), nH = static_cast<size_t>(c.num_attention_heads),
                nKV = static_cast<size_t>(c.num_key_value_heads);
   const size_t qw = nH * D, kw = nKV * D, half = D / 2;
@@ -83,8 +84,8 @@ void attention_block(const BlockContext& ctx, size_t layer, KvCache& cache) {
     Rope::rotate(&s.q[t * qw], nH, D, static_cast<int>(D), &s.cos[t * half], &s.sin[t * half]);
     Rope::rotate(&s.k[t * kw], nKV, D, static_cast<int>(D), &s.cos[t * half], &s.sin[t * half]);
     for (size_t h = 0; h < nKV; ++h) {
-      std::copy_n(&s.k[t * kw + h * D], D, cache.key_row(layer, h, p0 + t));
-      std::copy_n(&s.v[t * kw + h * D], D, cache.value_row(layer, h, p0 + t));
+      std::copy_n(&s.k[t * kw + h * D], D, rows.cache[t]->key_row(layer, h, rows.position[t]));
+      std::copy_n(&s.v[t * kw + h * D], D, rows.cache[t]->value_row(layer, h, rows.position[t]));
     }
   }
 
@@ -94,19 +95,20 @@ void attention_block(const BlockContext& ctx, size_t layer, KvCache& cache) {
   const AttentionKernels& kernels = attention_kernels();
   auto run = [&](size_t begin, size_t end, int thread) {
     std::vector<float>& scores = s.threads[static_cast<size_t>(thread)].scores;
-    if (scores.size() < p0 + T) scores.resize(p0 + T);
+    if (scores.size() < rows.max_position + 1) scores.resize(rows.max_position + 1);
     for (size_t i = begin; i < end; ++i) {
       // Zig-zag token order: later tokens attend to more keys, so each contiguous
       // chunk of work items takes early and late tokens alike.
       const size_t u = i / nH, h = i % nH, kvh = h / group;
       const size_t t = (u % 2 == 0) ? u / 2 : T - 1 - u / 2;
-      const size_t pos = p0 + t;
+      const size_t pos = rows.position[t];
+      const KvCache& cache = *rows.cache[t];
       const size_t first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
       attend(kernels, &s.q[t * qw + h * D], cache.keys(layer, kvh), cache.values(layer, kvh), first, pos, D, scaling,
              scores.data(), &s.attn[t * qw + h * D]);
     }
   };
-  const size_t work = T * nH * (p0 + T) * D;
+  const size_t work = T * nH * (rows.max_position + 1) * D;
   if (ctx.pool != nullptr && work >= kParallelMinWork)
     ctx.pool->parallel_for(T * nH, 1, run);
   else

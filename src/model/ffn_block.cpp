@@ -52,7 +52,7 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
   s.router_logits.resize(T * E);
   L.router->forward(s.x.data(), T, s.router_logits.data(), ctx.pool);
   route_softmax_top_k(s.router_logits, T, E, k, c.norm_topk_prob, &s.routing);
-  if (observer) observer(static_cast<int>(layer), ctx.first_position, s.routing);
+  if (observer) observer(static_cast<int>(layer), ctx.rows.position[0], s.routing);
   group_by_expert(s.routing, E, &s.groups);
   s.active.clear();
   size_t max_count = 0;

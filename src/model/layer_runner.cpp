@@ -47,8 +47,10 @@ void LayerRunner::attention(size_t layer, float* h, size_t T, float* x) {
   for (size_t t = 0; t < T; ++t) detail::rms_norm_to(h + t * H, &s.x[t * H], H, L.input_norm.data(), eps);
   cache_.clear();
   cache_.ensure_room(T);
-  const detail::BlockContext ctx{model_, pool_, s, T, 0};
-  detail::attention_block(ctx, layer, cache_);
+  s.placement.clear();
+  s.placement.append(&cache_, 0, T);
+  const detail::BlockContext ctx{model_, pool_, s, T, s.placement};
+  detail::attention_block(ctx, layer);
   for (size_t i = 0; i < T * H; ++i) h[i] += s.block[i];
   for (size_t t = 0; t < T; ++t) detail::rms_norm_to(h + t * H, x + t * H, H, L.post_attention_norm.data(), eps);
 }

@@ -1,11 +1,38 @@
 // Buffers a Session reuses across forward calls (grown, never shrunk).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "submoe/model/moe_model.h"
 
 namespace submoe::model {
+
+namespace detail {
+// Where each of the T rows of a forward belongs: its sequence's KV cache and its
+// position there. One session's forward has one cache and consecutive positions;
+// a batched forward (BatchForward) interleaves several sequences' rows.
+struct RowPlacement {
+  std::vector<KvCache*> cache;    // [T]
+  std::vector<size_t> position;   // [T]
+  size_t max_position = 0;        // the largest entry of position
+
+  void clear() {
+    cache.clear();
+    position.clear();
+    max_position = 0;
+  }
+  // Appends n rows of one sequence at positions first .. first+n-1 of `c`.
+  void append(KvCache* c, size_t first, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      cache.push_back(c);
+      position.push_back(first + i);
+    }
+    if (n > 0) max_position = std::max(max_position, first + n - 1);
+  }
+};
+
+}  // namespace detail
 
 struct Session::Scratch {
   std::vector<float> h;      // [T, H] residual stream
@@ -21,6 +48,8 @@ struct Session::Scratch {
   std::vector<float> shared_out;     // [T, H]
   std::vector<float> gate_scalar;    // [T]
   std::vector<float> final_x;        // [rows, H] for the lm_head
+  detail::RowPlacement placement;    // each row's cache and position
+  std::vector<size_t> logit_rows;    // rows whose logits are wanted
   struct PerThread {
     std::vector<float> scores;            // attention probabilities
     std::vector<float> xg, g, u;          // gathered expert input, gate, up

@@ -78,5 +78,32 @@ TEST(ThreadPool, RunOnAllUsesEveryThreadIndex) {
   for (auto& s : seen) EXPECT_EQ(s.load(), 100);
 }
 
+// Several threads share one pool (the server's request threads and its
+// scheduler): their jobs take turns and each still covers its own range once.
+TEST(ThreadPool, ConcurrentCallersEachGetTheirWholeJob) {
+  ThreadPool pool(3);
+  constexpr int kCallers = 4, kJobs = 200;
+  constexpr size_t kN = 997;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      for (int j = 0; j < kJobs; ++j) {
+        std::vector<std::atomic<int>> hits(kN);
+        auto cover = [&](size_t b, size_t e, int) {
+          for (size_t i = b; i < e; ++i) hits[i]++;
+        };
+        if ((j + c) % 2 == 0)
+          pool.parallel_for(kN, 16, cover);
+        else
+          pool.parallel_for_dynamic(kN, 16, cover);
+        for (size_t i = 0; i < kN; ++i)
+          if (hits[i].load() != 1) failures++;
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 }  // namespace
 }  // namespace submoe

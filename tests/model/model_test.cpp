@@ -175,6 +175,58 @@ TEST_P(ModelVsReference, DecodeWithKvCacheEqualsFullPrefill) {
   for (size_t i = 0; i < V; ++i) EXPECT_NEAR(out[i], all[4 * V + i], 2e-5 * scale);
 }
 
+// Continuous batching: three sequences advance together in one BatchForward per
+// step, each by a different number of tokens (prefill chunks beside single-token
+// decode steps, sequences joining late), and every logit row equals the row of
+// that sequence's own full prefill: rows attend only within their session.
+TEST_P(ModelVsReference, BatchedSessionsEqualEachSessionAlone) {
+  const Case& c = GetParam();
+  auto ck = testing::write_tiny_checkpoint(c.spec);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  auto model = MoeModel::load(ck->dir);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const size_t V = static_cast<size_t>(c.spec.vocab);
+  ThreadPool pool(2);
+  constexpr size_t kSeqs = 3;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<float>> alone(kSeqs);
+  double scale = 0;
+  for (size_t q = 0; q < kSeqs; ++q) {
+    ids.push_back(token_ids(13 + q, c.spec.vocab, c.spec.seed + 200 + static_cast<uint32_t>(q)));
+    Session s(**model, &pool);
+    ASSERT_TRUE(s.forward(ids[q], LogitsMode::kAll, &alone[q]).is_ok());
+    for (float x : alone[q]) scale = std::max(scale, static_cast<double>(std::abs(x)));
+  }
+  // Tokens each sequence takes per step (0 = not in this step's batch).
+  const std::vector<std::vector<size_t>> plan = {{5, 0, 1}, {1, 4, 1}, {1, 1, 6}, {3, 1, 1}, {1, 7, 1}, {2, 0, 3}, {0, 1, 2}};
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (size_t q = 0; q < kSeqs; ++q) sessions.push_back(std::make_unique<Session>(**model, &pool));
+  BatchForward batch(**model, &pool);
+  std::vector<size_t> pos(kSeqs, 0);
+  std::vector<float> out;
+  for (const auto& step : plan) {
+    std::vector<BatchEntry> entries;
+    std::vector<size_t> who;
+    for (size_t q = 0; q < kSeqs; ++q) {
+      const size_t n = std::min(step[q], ids[q].size() - pos[q]);
+      if (n == 0) continue;
+      entries.push_back({sessions[q].get(), std::span<const int32_t>(ids[q]).subspan(pos[q], n), true});
+      who.push_back(q);
+    }
+    ASSERT_TRUE(batch.forward(entries, &out).is_ok());
+    ASSERT_EQ(out.size(), entries.size() * V);
+    for (size_t e = 0; e < entries.size(); ++e) {
+      const size_t q = who[e];
+      pos[q] += entries[e].tokens.size();
+      ASSERT_EQ(sessions[q]->length(), pos[q]);
+      for (size_t i = 0; i < V; ++i)
+        ASSERT_NEAR(out[e * V + i], alone[q][(pos[q] - 1) * V + i], 2e-5 * scale)
+            << c.name << " sequence " << q << " position " << pos[q] - 1;
+    }
+  }
+  for (size_t q = 0; q < kSeqs; ++q) EXPECT_EQ(pos[q], ids[q].size());
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, ModelVsReference, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
@@ -194,6 +246,37 @@ TEST(Model, RejectsOutOfRangeTokensWithoutTouchingTheCache) {
     EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(s.length(), 3u);
   }
+}
+
+TEST(Model, BatchForwardRejectsBadEntriesWithoutTouchingAnyCache) {
+  TinySpec spec;
+  auto ck = testing::write_tiny_checkpoint(spec);
+  ASSERT_TRUE(ck.is_ok());
+  auto model = MoeModel::load(ck->dir);
+  auto other = MoeModel::load(ck->dir);
+  ASSERT_TRUE(model.is_ok() && other.is_ok());
+  Session a(**model, nullptr), b(**model, nullptr), foreign(**other, nullptr);
+  BatchForward batch(**model, nullptr);
+  std::vector<float> out;
+  const std::vector<int32_t> ok = {1, 2, 3}, bad = {4, spec.vocab}, none;
+  ASSERT_TRUE(batch.forward(std::vector<BatchEntry>{{&a, ok, true}}, &out).is_ok());
+  auto expect_refused = [&](std::vector<BatchEntry> entries, const std::string& needle) {
+    Status st = batch.forward(entries, &out);
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << needle;
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+    EXPECT_EQ(a.length(), 3u);
+    EXPECT_EQ(b.length(), 0u);
+  };
+  expect_refused({{&a, ok, true}, {&b, bad, true}}, "batch entry 1: token id");
+  expect_refused({{&b, ok, true}, {&b, ok, true}}, "listed twice");
+  expect_refused({{&a, ok, true}, {&b, none, true}}, "no tokens");
+  expect_refused({{&foreign, ok, true}}, "another model");
+  expect_refused({{nullptr, ok, true}}, "no session");
+  // Logits only of the entries that ask for them.
+  ASSERT_TRUE(batch.forward(std::vector<BatchEntry>{{&a, ok, false}, {&b, ok, true}}, &out).is_ok());
+  EXPECT_EQ(out.size(), static_cast<size_t>(spec.vocab));
+  EXPECT_EQ(a.length(), 6u);
+  EXPECT_EQ(b.length(), 3u);
 }
 
 TEST(Model, MissingOrMisshapedTensorIsAnErrorNamingIt) {

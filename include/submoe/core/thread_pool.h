@@ -30,7 +30,8 @@ class ThreadPool {
   // Splits [0, n) into at most num_threads() contiguous chunks whose sizes are
   // multiples of `grain` (except the last) and runs fn(begin, end, thread_index)
   // on each, the caller taking chunk 0. Returns when all chunks are done.
-  // Not reentrant: fn must not call parallel_for on the same pool.
+  // Safe to call from several threads at once (their jobs run one after the
+  // other). Not reentrant: fn must not call parallel_for on the same pool.
   void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t, int)>& fn);
 
   // Splits [0, n) into blocks of `grain` (the last may be shorter) that the
@@ -59,6 +60,7 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
+  std::mutex caller_mutex_;  // held by the caller whose job is in flight
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;

@@ -99,12 +99,52 @@ class Session {
   struct Scratch;  // per-forward buffers (src/model/session_scratch.h)
 
  private:
+  friend class BatchForward;
+
   const MoeModel& model_;
   ThreadPool* pool_;
   KvCache cache_;
   RoutingObserver observer_;
   OpProfile* profile_ = nullptr;
   std::unique_ptr<Scratch> scratch_;
+};
+
+// One sequence's part of a batched forward: its session and its new tokens.
+struct BatchEntry {
+  Session* session = nullptr;
+  std::span<const int32_t> tokens;  // at least one
+  bool logits = true;               // whether the last new token's logits are wanted
+};
+
+// Runs the new tokens of several sessions of one model in one forward pass
+// (continuous batching): every linear op (attention projections, router,
+// experts, lm_head) takes all the rows together, so each routed expert is fetched
+// and run once for the whole batch, while each row attends only to its own
+// session's cache. Each session's result equals its own Session::forward up to
+// the rounding differences of batched kernels. Owns the batch's scratch memory;
+// one caller at a time. Sessions' routing observers and profiles are not called.
+class BatchForward {
+ public:
+  // `pool` may be null; both must outlive this object.
+  BatchForward(const MoeModel& model, ThreadPool* pool);
+  ~BatchForward();
+  BatchForward(const BatchForward&) = delete;
+  BatchForward& operator=(const BatchForward&) = delete;
+
+  // logits: [entries whose .logits is set, V] in entry order. A token outside the
+  // vocabulary, an entry without tokens, a session of another model or one listed
+  // twice is kInvalidArgument and nothing changes; an error from the expert
+  // provider leaves every session at its old length.
+  Status forward(std::span<const BatchEntry> entries, std::vector<float>* logits);
+  // Times every forward by op class (null: off); must outlive this object or be reset.
+  void set_profile(OpProfile* profile) { profile_ = profile; }
+
+ private:
+  const MoeModel& model_;
+  ThreadPool* pool_;
+  OpProfile* profile_ = nullptr;
+  std::unique_ptr<Session::Scratch> scratch_;
+  std::vector<int32_t> tokens_;
 };
 
 }  // namespace submoe::model
