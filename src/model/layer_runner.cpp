@@ -13,9 +13,7 @@ LayerRunner::LayerRunner(const MoeModel& model, ThreadPool* pool)
       pool_(pool),
       cache_(static_cast<size_t>(model.config().num_hidden_layers),
              static_cast<size_t>(model.config().num_key_value_heads), static_cast<size_t>(model.config().head_dim)),
-      s_(std::make_unique<Session::Scratch>()) {
-  s_->threads.resize(pool ? static_cast<size_t>(pool->num_threads()) : 1);
-}
+      s_(Session::Scratch::for_pool(pool)) {}
 
 LayerRunner::~LayerRunner() = default;
 

@@ -1,6 +1,5 @@
 #include <chrono>
 #include <cstring>
-#include <unordered_set>
 
 #include "blocks.h"
 #include "forward_ops.h"
@@ -71,9 +70,7 @@ Session::Session(const MoeModel& model, ThreadPool* pool)
       pool_(pool),
       cache_(static_cast<size_t>(model.config().num_hidden_layers),
              static_cast<size_t>(model.config().num_key_value_heads), static_cast<size_t>(model.config().head_dim)),
-      scratch_(std::make_unique<Scratch>()) {
-  scratch_->threads.resize(pool ? static_cast<size_t>(pool->num_threads()) : 1);
-}
+      scratch_(Scratch::for_pool(pool)) {}
 
 Session::~Session() = default;
 
@@ -93,8 +90,10 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
   s.placement.clear();
   s.placement.append(&cache_, p0, T);
   s.logit_rows.clear();
-  for (size_t t = mode == LogitsMode::kAll ? 0 : T - 1; mode != LogitsMode::kNone && t < T; ++t)
-    s.logit_rows.push_back(t);
+  if (mode == LogitsMode::kAll)
+    for (size_t t = 0; t < T; ++t) s.logit_rows.push_back(t);
+  else if (mode == LogitsMode::kLast)
+    s.logit_rows.push_back(T - 1);
   const detail::BlockContext ctx{model_, pool_, s, T, s.placement, profile_};
   // On an error the cache keeps its old length: the batch is dropped.
   SUBMOE_RETURN_IF_ERROR(detail::forward_rows(ctx, tokens, observer_, s.logit_rows, logits));
@@ -104,26 +103,26 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
 }
 
 BatchForward::BatchForward(const MoeModel& model, ThreadPool* pool)
-    : model_(model), pool_(pool), scratch_(std::make_unique<Session::Scratch>()) {
-  scratch_->threads.resize(pool ? static_cast<size_t>(pool->num_threads()) : 1);
-}
+    : model_(model), pool_(pool), scratch_(Session::Scratch::for_pool(pool)) {}
 
 BatchForward::~BatchForward() = default;
 
 Status BatchForward::forward(std::span<const BatchEntry> entries, std::vector<float>* logits) {
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
-  std::unordered_set<const Session*> seen;
+  // Checked before anything runs; messages are built only on a refusal.
+  auto refuse = [](size_t i, const std::string& why) {
+    return invalid_argument("batch entry " + std::to_string(i) + ": " + why);
+  };
   size_t T = 0;
   bool any_logits = false;
   for (size_t i = 0; i < entries.size(); ++i) {
     const BatchEntry& e = entries[i];
-    const std::string where = "batch entry " + std::to_string(i);
-    if (e.session == nullptr) return invalid_argument(where + ": no session");
-    if (&e.session->model_ != &model_) return invalid_argument(where + ": a session of another model");
-    if (!seen.insert(e.session).second) return invalid_argument(where + ": its session is listed twice");
-    if (e.tokens.empty()) return invalid_argument(where + ": no tokens");
-    Status st = detail::check_token_ids(e.tokens, V);
-    if (!st.is_ok()) return Status(st.code(), where + ": " + st.message());
+    if (e.session == nullptr) return refuse(i, "no session");
+    if (&e.session->model_ != &model_) return refuse(i, "a session of another model");
+    for (size_t j = 0; j < i; ++j)  // batches are small: a scan, no allocation per step
+      if (entries[j].session == e.session) return refuse(i, "its session is listed twice");
+    if (e.tokens.empty()) return refuse(i, "no tokens");
+    if (Status st = detail::check_token_ids(e.tokens, V); !st.is_ok()) return refuse(i, st.message());
     T += e.tokens.size();
     any_logits = any_logits || e.logits;
   }

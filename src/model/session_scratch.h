@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
+#include "submoe/core/thread_pool.h"
 #include "submoe/model/moe_model.h"
 
 namespace submoe::model {
@@ -55,6 +57,13 @@ struct Session::Scratch {
     std::vector<float> xg, g, u;          // gathered expert input, gate, up
   };
   std::vector<PerThread> threads;
+
+  // Scratch with one PerThread slot per thread of `pool` (one when null).
+  static std::unique_ptr<Scratch> for_pool(ThreadPool* pool) {
+    auto s = std::make_unique<Scratch>();
+    s->threads.resize(pool ? static_cast<size_t>(pool->num_threads()) : 1);
+    return s;
+  }
 
   // Sizes the per-token buffers of one forward call of T tokens.
   void resize_for(const io::MoeModelConfig& c, size_t T) {
