@@ -12,6 +12,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kNumerical: return "numerical error";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kUnavailable: return "unavailable";
   }
   return "unknown error";
 }

@@ -28,11 +28,16 @@ Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts
   keys.reserve(experts.size());
   for (int e : experts) keys.push_back({layer, e});
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    // Another session's forward holds this layer: wait for its end_layer (sessions
+    // walk the layers in order and release each, so they pipeline, never deadlock).
+    std::unique_lock<std::mutex> lock(mutex_);
     LayerSlot& slot = layers_[static_cast<size_t>(layer)];
-    if (slot.active)
-      return internal_error("expert provider: layer " + std::to_string(layer) + " begun again before end_layer");
+    if (slot.active && slot.holder == std::this_thread::get_id())
+      return internal_error("expert provider: layer " + std::to_string(layer) +
+                            " begun again by the thread that holds it, before end_layer");
+    layer_released_.wait(lock, [&] { return !slot.active; });
     slot.active = true;
+    slot.holder = std::this_thread::get_id();
   }
   // Loading happens without the provider lock: another layer may proceed meanwhile.
   Result<std::vector<ExpertHandle>> handles = cache_->acquire(keys);
@@ -40,6 +45,7 @@ Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts
   LayerSlot& slot = layers_[static_cast<size_t>(layer)];
   if (!handles.is_ok()) {
     slot.active = false;
+    layer_released_.notify_all();
     return handles.status();
   }
   slot.experts.assign(experts.begin(), experts.end());
@@ -86,6 +92,7 @@ void CachedExpertProvider::end_layer(int layer) {
     slot.experts.clear();
     slot.active = false;
   }
+  layer_released_.notify_all();
   // Released outside the provider lock: releasing may evict and free memory.
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "offload_test_util.h"
 #include "submoe/core/thread_pool.h"
@@ -216,6 +217,41 @@ TEST(CachedExpertProvider, LogitsMatchTheResidentModelForEveryBudget) {
         EXPECT_EQ(s.total.misses, used_slots) << what;  // each loaded once
       }
       if (!raw->notice().empty()) std::printf("[ info ] %s: %s\n", what.c_str(), raw->notice().c_str());
+    }
+  }
+}
+
+// Sessions of one offloaded model on several threads (one pool shared): the
+// provider lets one session hold a layer at a time and the others wait, so every
+// thread gets the resident model's logits bit for bit, under a binding budget.
+TEST(CachedExpertProvider, ConcurrentSessionsMatchTheResidentModel) {
+  auto f = make_fixture();
+  ThreadPool pool(2);
+  auto want = run_tokens(*f->resident, &pool);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  const uint64_t all_bytes =
+      static_cast<uint64_t>(f->source->num_layers() * f->source->num_experts()) * f->source->expert_bytes();
+  for (bool prefetch : {false, true}) {
+    OffloadOptions o;
+    o.budget_bytes = all_bytes / 4;
+    o.prefetch = prefetch;
+    auto provider = make_cached_expert_provider(f->source, o);
+    ASSERT_TRUE(provider.is_ok()) << provider.status().to_string();
+    auto m = model_with(*f, std::move(provider).value());
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    constexpr int kThreads = 4;
+    std::vector<Result<std::vector<float>>> got(kThreads, Result<std::vector<float>>(internal_error("not run")));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int rep = 0; rep < 3 && (rep == 0 || got[t].is_ok()); ++rep) got[t] = run_tokens(**m, &pool);
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_TRUE(got[t].is_ok()) << "thread " << t << ": " << got[t].status().to_string();
+      ASSERT_EQ(got[t]->size(), want->size());
+      EXPECT_EQ(std::memcmp(got[t]->data(), want->data(), want->size() * sizeof(float)), 0)
+          << "thread " << t << (prefetch ? " with prefetch" : "");
     }
   }
 }

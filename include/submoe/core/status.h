@@ -19,6 +19,7 @@ enum class ErrorCode {
   kUnsupported,      // well-formed but not handled (e.g. unknown architecture)
   kNumerical,        // NaN/Inf, failed factorization
   kInternal,
+  kUnavailable,      // busy (a queue or slot limit is reached); the same call may succeed later
 };
 
 const char* error_code_name(ErrorCode code);
@@ -51,6 +52,7 @@ inline Status io_error(std::string m) { return {ErrorCode::kIoError, std::move(m
 inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 inline Status numerical_error(std::string m) { return {ErrorCode::kNumerical, std::move(m)}; }
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
 
 // A value or an error. Accessing value() of an error is an internal bug (asserted).
 template <typename T>

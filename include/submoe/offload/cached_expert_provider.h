@@ -4,15 +4,19 @@
 // them. With a prefetcher, each begin_layer queues the experts the previous token
 // used in the next sparse layer.
 //
-// One session at a time per layer: a layer begun twice without end_layer is an
-// internal error, not a race.
+// Safe for concurrent sessions: one session at a time holds a layer; a second
+// session's begin_layer of that layer waits for the first one's end_layer (so
+// sessions pipeline through the layers). A thread that begins a layer it
+// already holds gets an internal error (it would wait for itself).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "submoe/model/expert_provider.h"
@@ -43,6 +47,7 @@ class CachedExpertProvider final : public model::ExpertProvider {
  private:
   struct LayerSlot {
     bool active = false;
+    std::thread::id holder;    // the thread that began it (while active)
     std::vector<int> experts;  // ascending, as begun
     std::vector<ExpertHandle> handles;
     std::vector<int> last_experts;  // the previous begin's list (prefetch hint)
@@ -53,6 +58,7 @@ class CachedExpertProvider final : public model::ExpertProvider {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::string notice_;
   mutable std::mutex mutex_;
+  std::condition_variable layer_released_;
   std::vector<LayerSlot> layers_;
 };
 
