@@ -9,6 +9,7 @@ PACKAGES=(
   libopenblas-dev liblapack-dev                # BLAS/LAPACK for Hessians and Cholesky
   liburing-dev                                 # io_uring for the expert store
   libxxhash-dev                                # XXH3 checksums of artifacts
+  libcpp-httplib-dev                           # HTTP server of `submoe serve`
   clang libclang-rt-dev                        # libFuzzer target and sanitizer runtime
 )
 missing=()

@@ -1,12 +1,5 @@
 #include "cli/model_loading.h"
 
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <iostream>
-
-#include "submoe/runtime/artifact_model.h"
-
 namespace submoe::cli {
 
 void add_model_flags(CLI::App* cmd, ModelFlags* f) {
@@ -49,77 +42,6 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
                 "run although the checkpoint holds tensors the model does not read (default: an error naming them)");
   cmd->add_option("--io", f->offload.io, "expert reads: pread | direct (O_DIRECT) | uring | uring-direct")
       ->capture_default_str();
-}
-
-Result<LoadedModel> load_model_for_command(const ModelFlags& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  LoadedModel out;
-  out.artifact = runtime::is_artifact(f.model);
-  runtime::ArtifactModelOptions options;
-  SUBMOE_ASSIGN_OR_RETURN(options.execution, runtime::parse_execution_mode(f.execution));
-  out.execution = runtime::execution_mode_name(options.execution);
-  options.allow_unused_tensors = f.allow_extra_tensors;
-  // auto: artifacts with every expert resident; a paged run (--expert-cache-mb)
-  // is sized to its memory, and copies would not be reclaimable like the mapping.
-  const bool huge =
-      f.huge_pages == "on" || (f.huge_pages == "auto" && out.artifact && f.offload.expert_cache_mb == 0);
-  options.dense_storage = huge ? model::DenseStorage::kHugePageCopy : model::DenseStorage::kInPlace;
-  if (!(f.offload.expert_cache_mb >= 0) || !std::isfinite(f.offload.expert_cache_mb))  // NaN fails too
-    return invalid_argument("--expert-cache-mb must be a finite number >= 0");
-  if (out.artifact) {
-    SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(f.model));
-    if (const std::string note = a->integrity_note(); !note.empty()) std::cerr << note << "\n";
-    if (f.offload.expert_cache_mb > 0) {
-      SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions oo,
-                              offload::offload_options_from_flags(f.offload, a->num_layers(), a->num_experts()));
-      SUBMOE_ASSIGN_OR_RETURN(out.model,
-                              offload::load_artifact_model_offloaded(a, oo, options, &out.offload));
-    } else {
-      SUBMOE_ASSIGN_OR_RETURN(out.model, runtime::load_artifact_model(a, options));
-    }
-  } else {
-    if (f.offload.expert_cache_mb > 0)
-      return invalid_argument("--expert-cache-mb applies to compressed artifacts (submoe compress) only");
-    model::LoadWeightsOptions o;
-    o.allow_unused_tensors = f.allow_extra_tensors;
-    o.dense_storage = options.dense_storage;
-    SUBMOE_ASSIGN_OR_RETURN(out.model, model::MoeModel::load(f.model, o));
-  }
-  out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return out;
-}
-
-std::string offload_summary(const LoadedModel& m) {
-  if (!m.offload) return "";
-  const offload::CacheStats s = m.offload->cache().stats();
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), " | expert cache %.1f MB: hit %.1f%%, %.1f MB read, peak %.1f MB",
-                static_cast<double>(m.offload->cache().options().budget_bytes) / 1e6, 100.0 * s.hit_rate(),
-                static_cast<double>(s.total.bytes_fetched) / 1e6, static_cast<double>(s.peak_resident_bytes) / 1e6);
-  return buf;
-}
-
-nlohmann::json offload_json(const LoadedModel& m, const ModelFlags& f) {
-  if (!m.offload) return nullptr;
-  const offload::CacheStats s = m.offload->cache().stats();
-  nlohmann::json layers = nlohmann::json::array();
-  for (const auto& l : s.layers)
-    layers.push_back({{"hits", l.hits}, {"misses", l.misses}, {"bytes_fetched", l.bytes_fetched}, {"evictions", l.evictions}});
-  return {{"budget_bytes", m.offload->cache().options().budget_bytes},
-          {"policy", f.offload.cache_policy},
-          {"prefetch", f.offload.prefetch},
-          {"io", f.offload.io},
-          {"hits", s.total.hits},
-          {"misses", s.total.misses},
-          {"hit_rate", s.hit_rate()},
-          {"bytes_fetched", s.total.bytes_fetched},
-          {"evictions", s.total.evictions},
-          {"peak_resident_bytes", s.peak_resident_bytes},
-          {"overcommits", s.overcommits},
-          {"prefetched", s.prefetched},
-          {"prefetch_hits", s.prefetch_hits},
-          {"prefetch_wasted", s.prefetch_wasted},
-          {"layers", layers}};
 }
 
 }  // namespace submoe::cli

@@ -4,13 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <span>
 
 #include <nlohmann/json.hpp>
@@ -21,10 +18,10 @@
 #include "submoe/core/memory_usage.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/io/file_util.h"
-#include "submoe/io/tokenizer.h"
 #include "submoe/model/moe_model.h"
-#include "submoe/model/sampler.h"
-#include "submoe/runtime/artifact_model.h"
+#include "submoe/serve/engine.h"
+#include "submoe/serve/generate_one.h"
+#include "submoe/serve/generation.h"
 
 namespace submoe::cli {
 namespace {
@@ -52,29 +49,6 @@ struct RunOptions {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// generation_config.json's eos_token_id (int or list), which is what HF generate()
-// stops on; absent file or key adds nothing.
-Status add_generation_config_eos(const std::string& dir, std::set<int64_t>* eos) {
-  const std::string path = (std::filesystem::path(dir) / "generation_config.json").string();
-  if (!std::filesystem::exists(path)) return Status::ok();
-  SUBMOE_ASSIGN_OR_RETURN(std::string text, io::read_file_to_string(path));
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return corrupt_data(path + ": not a JSON object");
-  if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) return Status::ok();
-  const nlohmann::json& e = j["eos_token_id"];
-  if (e.is_number_integer()) {
-    eos->insert(e.get<int64_t>());
-  } else if (e.is_array()) {
-    for (const auto& x : e) {
-      if (!x.is_number_integer()) return corrupt_data(path + ": eos_token_id list holds a non-integer");
-      eos->insert(x.get<int64_t>());
-    }
-  } else {
-    return corrupt_data(path + ": eos_token_id must be an integer or a list of integers");
-  }
-  return Status::ok();
-}
-
 Status run(const RunOptions& o) {
   if (o.max_new_tokens < 0) return invalid_argument("-n must be >= 0");
   if (o.threads < 0) return invalid_argument("--threads must be >= 0");
@@ -85,123 +59,74 @@ Status run(const RunOptions& o) {
   } else if (o.prompt.empty() && !o.prompt_given) {
     return invalid_argument("give the prompt with --prompt TEXT or --prompt-file FILE");
   }
-  const model::SamplerOptions sampling{o.temperature, o.top_k, o.top_p, o.seed};
-  SUBMOE_RETURN_IF_ERROR(model::validate(sampling));
+  serve::GenerationParams params;
+  params.max_tokens = o.max_new_tokens;
+  params.sampling = {o.temperature, o.top_k, o.top_p, o.seed};
+  params.ignore_eos = o.ignore_eos;
+  params.allow_long_context = o.allow_long_context;
+  SUBMOE_RETURN_IF_ERROR(serve::validate(params));
 
-  const auto t_load = Clock::now();
-  SUBMOE_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_for_command(o.m));
-  const std::unique_ptr<model::MoeModel>& m = loaded.model;
-  SUBMOE_ASSIGN_OR_RETURN(io::Tokenizer tok, io::Tokenizer::load(o.m.model));
-  const double load_s = seconds_since(t_load);
-
-  std::set<int64_t> eos(m->eos_token_ids().begin(), m->eos_token_ids().end());
-  if (tok.eos_id()) eos.insert(*tok.eos_id());
-  SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(o.m.model, &eos));
-
-  SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode_lossless(prompt, /*add_special_tokens=*/true));
-  if (ids.empty()) {
-    if (!tok.bos_id()) return invalid_argument("the prompt is empty and the tokenizer has no BOS token to start from");
-    ids.push_back(*tok.bos_id());
-  }
-
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine, serve::Engine::load(o.m));
+  const serve::LoadedModel& loaded = engine->loaded();
+  const model::MoeModel& m = engine->model();
   // The model's context (max_position_embeddings; 0 when config.json has none):
   // a prompt beyond it is refused, generation stops when it is full, unless
   // --allow-long-context.
-  const int64_t context = m->config().max_position_embeddings;
-  const bool bounded = context > 0 && !o.allow_long_context;
-  if (bounded && static_cast<int64_t>(ids.size()) > context)
-    return invalid_argument("the prompt has " + std::to_string(ids.size()) + " tokens, beyond the model's context of " +
-                            std::to_string(context) +
-                            " positions (max_position_embeddings); pass --allow-long-context to run it anyway");
-  const int64_t room = bounded ? context - static_cast<int64_t>(ids.size()) : INT64_MAX;
-  const int max_new = static_cast<int>(std::min<int64_t>(o.max_new_tokens, room));
+  SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                          engine->encode_prompt(prompt, o.allow_long_context,
+                                                "; pass --allow-long-context to run it anyway"));
+  serve::Sequence sequence(*engine, ids, params);
 
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
   ThreadPool pool(threads);
-  model::Session session(*m, &pool);
+  model::Session session(m, &pool);
   std::unique_ptr<offload::RoutingTraceCollector> collector;
   if (!o.trace_out.empty()) {
-    collector = std::make_unique<offload::RoutingTraceCollector>(m->config());
+    collector = std::make_unique<offload::RoutingTraceCollector>(m.config());
     session.set_routing_observer([c = collector.get()](int layer, size_t first, const model::Routing& r) {
       c->observe(layer, first, r);
     });
   }
-  auto end_forward = [&]() -> Status { return collector ? collector->end_forward() : Status::ok(); };
   // Up front for what is likely needed; the cache grows by doubling past it.
-  session.reserve(ids.size() + std::min<size_t>(static_cast<size_t>(max_new), size_t{1} << 16));
-  model::Sampler sampler(sampling);
-  io::DecodeStream stream(tok, /*skip_special_tokens=*/true);
+  session.reserve(ids.size() + std::min<size_t>(static_cast<size_t>(sequence.token_budget()), size_t{1} << 16));
 
-  // The prompt in chunks of --prefill-chunk tokens: activation memory stays
-  // bounded by the chunk (the KV cache holds the rest), and a long prompt
-  // shows progress on a terminal.
   // --profile: the prefill and the decode steps timed by op class, apart.
   model::OpProfile prefill_profile, decode_profile;
   if (o.profile) {
     prefill_profile.attach_pool(&pool);
     session.set_profile(&prefill_profile);
   }
-  std::vector<float> logits;
-  const auto t_prefill = Clock::now();
-  const size_t chunk = static_cast<size_t>(o.prefill_chunk);
-  const bool progress = !o.json && ids.size() > chunk && isatty(STDERR_FILENO) == 1;
-  for (size_t first = 0; first < ids.size(); first += chunk) {
-    const size_t n = std::min(chunk, ids.size() - first);
-    SUBMOE_RETURN_IF_ERROR(session.forward(std::span<const int32_t>(ids).subspan(first, n), model::LogitsMode::kLast,
-                                           &logits));
-    SUBMOE_RETURN_IF_ERROR(end_forward());
-    if (progress)
-      std::fprintf(stderr, "\r[run] prefill %zu / %zu tokens (%.1f s)%s", first + n, ids.size(),
-                   seconds_since(t_prefill), first + n == ids.size() ? "\n" : "");
-  }
-  const double prefill_s = seconds_since(t_prefill);
-
-  // Non-finite logits (a NaN or infinite weight or activation) stop generation
-  // with an error instead of sampling from garbage.
-  auto check_logits = [&](size_t position) -> Status {
-    for (float v : logits)
-      if (!std::isfinite(v))
-        return numerical_error("run: non-finite logits at position " + std::to_string(position) +
-                               " (a NaN or infinite weight or activation)");
-    return Status::ok();
-  };
-  SUBMOE_RETURN_IF_ERROR(check_logits(ids.size() - 1));
-  int generated = 0, decode_steps = 0;
   std::string text;
-  bool hit_eos = false;
-  if (o.profile) {
+  serve::GenerateOneOptions g;
+  g.prefill_chunk = static_cast<size_t>(o.prefill_chunk);
+  g.after_forward = [&]() -> Status { return collector ? collector->end_forward() : Status::ok(); };
+  // The prompt in chunks of --prefill-chunk tokens: activation memory stays
+  // bounded by the chunk (the KV cache holds the rest), and a long prompt
+  // shows progress on a terminal.
+  const auto t_prefill = Clock::now();
+  if (!o.json && ids.size() > g.prefill_chunk && isatty(STDERR_FILENO) == 1)
+    g.on_prefill_progress = [&](size_t done, size_t total) {
+      std::fprintf(stderr, "\r[run] prefill %zu / %zu tokens (%.1f s)%s", done, total, seconds_since(t_prefill),
+                   done == total ? "\n" : "");
+    };
+  g.on_decode_start = [&] {
+    if (!o.profile) return;
     decode_profile.attach_pool(&pool);
     session.set_profile(&decode_profile);
-  }
-  model::OpProfile* const sampling_profile = o.profile ? &decode_profile : nullptr;
-  const auto t_decode = Clock::now();
-  while (generated < max_new) {
-    int32_t next = 0;
-    {
-      model::ScopedOpTimer timer(sampling_profile, model::OpClass::kSampling);
-      next = sampler.sample(logits);
-    }
-    if (!o.ignore_eos && eos.count(next)) {
-      hit_eos = true;
-      break;
-    }
-    ++generated;
-    const std::string piece = stream.step(next);
+  };
+  g.sampling_profile = o.profile ? &decode_profile : nullptr;
+  g.on_text = [&](std::string_view piece) {
     if (o.json) {
       text += piece;
     } else {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
-    if (generated == max_new) break;
-    const int32_t one[1] = {next};
-    SUBMOE_RETURN_IF_ERROR(session.forward(one, model::LogitsMode::kLast, &logits));
-    SUBMOE_RETURN_IF_ERROR(end_forward());
-    SUBMOE_RETURN_IF_ERROR(check_logits(ids.size() + static_cast<size_t>(generated) - 1));
-    ++decode_steps;
-  }
-  const double decode_s = seconds_since(t_decode);
-  const char* stop = hit_eos ? "eos" : max_new < o.max_new_tokens ? "context" : "length";
+  };
+  SUBMOE_ASSIGN_OR_RETURN(serve::GenerateOneStats stats, serve::generate_one(session, sequence, g));
+  const double load_s = engine->load_seconds();
+  const char* stop = serve::finish_reason_name(sequence.finish_reason());
+  const int generated = sequence.completion_tokens();
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   if (collector) SUBMOE_RETURN_IF_ERROR(collector->trace().save(o.trace_out));
   if (o.json) {
@@ -213,11 +138,11 @@ Status run(const RunOptions& o) {
                          {"generated", generated},
                          {"stop", stop},
                          {"load_seconds", load_s},
-                         {"prefill_seconds", prefill_s},
-                         {"prefill_tokens_per_s", rate(static_cast<double>(ids.size()), prefill_s)},
-                         {"decode_steps", decode_steps},
-                         {"decode_seconds", decode_s},
-                         {"decode_tokens_per_s", rate(decode_steps, decode_s)},
+                         {"prefill_seconds", stats.prefill_seconds},
+                         {"prefill_tokens_per_s", rate(static_cast<double>(ids.size()), stats.prefill_seconds)},
+                         {"decode_steps", stats.decode_steps},
+                         {"decode_seconds", stats.decode_seconds},
+                         {"decode_tokens_per_s", rate(stats.decode_steps, stats.decode_seconds)},
                          {"threads", threads},
                          {"peak_rss_mb", peak_rss_mb()},
                          {"expert_cache", offload_json(loaded, o.m)}};
@@ -234,8 +159,9 @@ Status run(const RunOptions& o) {
   std::fprintf(stderr,
                "[run] %s: load %.2f s | prefill %zu tokens in %.3f s (%.1f tok/s) | decode %d tokens in %.3f s "
                "(%.1f tok/s) | %d generated, stop: %s | %d threads%s%s\n",
-               o.m.model.c_str(), load_s, ids.size(), prefill_s, rate(static_cast<double>(ids.size()), prefill_s),
-               decode_steps, decode_s, rate(decode_steps, decode_s), generated, stop, threads,
+               o.m.model.c_str(), load_s, ids.size(), stats.prefill_seconds,
+               rate(static_cast<double>(ids.size()), stats.prefill_seconds), stats.decode_steps, stats.decode_seconds,
+               rate(stats.decode_steps, stats.decode_seconds), generated, stop, threads,
                loaded.artifact ? (" | artifact, " + loaded.execution + " experts").c_str() : "",
                offload_summary(loaded).c_str());
   return Status::ok();
