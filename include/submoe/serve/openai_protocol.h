@@ -1,0 +1,59 @@
+// The OpenAI HTTP API's request and response bodies, as submoe serves them
+// (the completions conventions of llama.cpp's llama-server,
+// vLLM and the OpenAI reference; docs/serving.md lists the fields). Parsing is
+// strict: a field of the wrong type, an out-of-range value or an unknown field is
+// an error naming the field, as OpenAI answers "Unrecognized request argument".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "submoe/core/status.h"
+#include "submoe/serve/generation.h"
+
+namespace submoe::serve {
+
+struct CompletionRequest {
+  std::string model;                  // "" when absent
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_ids;    // when the prompt was given as token ids
+  GenerationParams params;
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  bool seed_given = false;
+};
+
+// A parse error: the message and the offending field ("" for the body itself).
+struct ProtocolError {
+  std::string message;
+  std::string param;
+};
+
+// POST /v1/completions body. Defaults as OpenAI's: max_tokens 16, temperature 1,
+// top_p 1; top_k (0 = off) and ignore_eos are extensions.
+std::optional<ProtocolError> parse_completion_request(const nlohmann::json& body, CompletionRequest* out);
+
+// OpenAI's finish_reason: "stop" (EOS or a stop string), "length" (max_tokens or
+// the context).
+const char* openai_finish_reason(FinishReason reason);
+
+// {"error": {"message", "type", "param", "code"}}: type invalid_request_error
+// for 4xx, server_error for 5xx (and "unavailable" 503s).
+nlohmann::json error_body(int http_status, const std::string& message, const std::string& param = {},
+                          const std::string& code = {});
+
+// The HTTP status of a Status returned by the engine: invalid argument 400, not
+// found 404, unavailable 503, anything else 500.
+int http_status_of(const Status& status);
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+nlohmann::json usage_json(const Usage& usage);
+
+}  // namespace submoe::serve
