@@ -1,12 +1,13 @@
 // `submoe serve`: an OpenAI-compatible HTTP server over one model, its requests
 // batched continuously (serve::Scheduler, serve::HttpServer).
-#include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -28,36 +29,43 @@ struct ServeOptions {
   double max_body_mb = 8;
 };
 
-// SIGINT / SIGTERM end the server: waited for on a thread of its own (the
-// signals are blocked in every other thread), which then calls `stop`.
+// SIGINT / SIGTERM end the server. A handler (not a blocked-signal wait: the
+// process has threads it did not create, OpenBLAS's among them, that would take
+// the default action) records the signal; a watcher thread sees it and calls
+// `stop`.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+extern "C" void record_stop_signal(int sig) { g_stop_signal.store(sig); }
+
 class SignalWatcher {
  public:
   explicit SignalWatcher(std::function<void()> stop) : stop_(std::move(stop)) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    struct sigaction action {};
+    action.sa_handler = record_stop_signal;
+    sigemptyset(&action.sa_mask);
+    for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
     thread_ = std::thread([this] {
-      const timespec tick{0, 200 * 1000 * 1000};
       while (!done_.load()) {
-        const int sig = sigtimedwait(&set_, nullptr, &tick);
-        if (sig == SIGINT || sig == SIGTERM) {
+        if (const int sig = g_stop_signal.load()) {
           std::fprintf(stderr, "[serve] %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
           stop_();
           return;
         }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });
   }
   ~SignalWatcher() {
     done_.store(true);
     thread_.join();
-    pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
   }
 
  private:
   std::function<void()> stop_;
-  sigset_t set_;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,12 @@ struct HttpServer::Impl {
   ServerOptions options;
   httplib::Server server;
   int bound_port = 0;
+  // serve() and stop() may race (a stop right after the serving thread starts):
+  // each announces itself before looking at the other, so either serve() sees
+  // the stop and returns, or stop() sees serve() and waits until httplib runs.
+  std::atomic<bool> serve_entered{false};
+  std::atomic<bool> serve_returned{false};
+  std::atomic<bool> stop_requested{false};
   std::atomic<const Engine*> engine{nullptr};
   std::atomic<Scheduler*> scheduler{nullptr};
   std::mutex counters_mutex;
@@ -324,11 +331,21 @@ int HttpServer::port() const { return impl_->bound_port; }
 
 Status HttpServer::serve() {
   if (impl_->bound_port == 0) return internal_error("HttpServer::serve before bind");
+  impl_->serve_entered.store(true);
+  struct Returned {
+    Impl* impl;
+    ~Returned() { impl->serve_returned.store(true); }
+  } returned{impl_.get()};
+  if (impl_->stop_requested.load()) return Status::ok();
   if (!impl_->server.listen_after_bind()) return io_error("the HTTP server stopped with an error");
   return Status::ok();
 }
 
 void HttpServer::stop() {
+  impl_->stop_requested.store(true);
+  if (!impl_->serve_entered.load()) return;  // serve() will see the request
+  while (!impl_->server.is_running() && !impl_->serve_returned.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (impl_->server.is_running()) impl_->server.stop();
 }
 

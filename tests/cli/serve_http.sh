@@ -5,7 +5,8 @@
 # fields, wrong types, prompts beyond the context, bodies too large, unknown
 # routes; the API key; a full queue answers 503; a client that disconnects
 # mid-stream cancels its generation; 32 concurrent clients each get exactly the
-# text of their request run alone (tools/serve_load.py --check).
+# text of their request run alone (tools/serve_load.py --check), on the embedded
+# model and on an artifact paged through a small expert cache; SIGTERM exits 0.
 #   usage: serve_http.sh SUBMOE_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
@@ -104,8 +105,19 @@ expect 200 "served after the disconnect" "$(http POST /v1/completions '{"prompt"
 # the request run alone.
 r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 12 --check) &&
   ok "32 concurrent clients: $r" || fail "load: $r"
-stop_servers
-server_pids=()
+stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
+
+# The same load against a ternary artifact paged through a 1 MB expert cache
+# (about a third of its experts): misses on every step, still exact.
+"$bin" compress --model "$model" --calib "$src/tests/fixtures/calib/shakespeare-excerpt.txt" --out "$work/art" \
+  --samples 2 --seq-len 32 --method rtn >"$work/compress.log" 2>&1 || fail "compress: $(tail -3 "$work/compress.log")"
+start_server "$work/paged.log" --model "$work/art" --threads 2 --expert-cache-mb 1
+wait_ready
+r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 8 --check) &&
+  ok "32 concurrent clients, paged artifact: $r" || fail "paged load: $r"
+misses=$(curl -s "$url/metrics" | sed -n 's/^submoe_expert_cache_misses_total \([0-9]*\).*/\1/p')
+[ "${misses:-0}" -gt 0 ] && ok "paged: $misses expert cache misses" || fail "paged: no expert cache misses (${misses:-none})"
+stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
 
 # API key: /v1 routes need it, /health does not.
 start_server "$work/key.log" --model "$model" --threads 1 --api-key s3cret
@@ -113,8 +125,7 @@ wait_ready
 expect 401 "no API key" "$(http GET /v1/models)" '"invalid_api_key"'
 expect 401 "wrong API key" "$(http GET /v1/models '' -H 'Authorization: Bearer nope')" '"invalid_api_key"'
 expect 200 "right API key" "$(http GET /v1/models '' -H 'Authorization: Bearer s3cret')" '"default-moe"'
-stop_servers
-server_pids=()
+stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
 
 # A full queue: one slot, no waiting room; a second request while the first runs gets 503.
 start_server "$work/queue.log" --model "$model" --threads 1 --max-batch 1 --max-queue 0

@@ -45,7 +45,12 @@ http() {
   printf '%s %s' "$status" "${out%$'\n'*}"
 }
 
+# stop_servers: SIGTERM to every server started; fails unless each exits 0 (a
+# clean shutdown, and under ASan no leak report).
 stop_servers() {
-  for p in "${server_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  local rc=0 p
+  for p in "${server_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || rc=$?; done
+  server_pids=()
+  return "$rc"
 }
