@@ -9,7 +9,7 @@ PACKAGES=(
   libopenblas-dev liblapack-dev                # BLAS/LAPACK for Hessians and Cholesky
   liburing-dev                                 # io_uring for the expert store
   libxxhash-dev                                # XXH3 checksums of artifacts
-  libcpp-httplib-dev                           # HTTP server of `submoe serve`
+  libcpp-httplib-dev curl                      # HTTP server of `submoe serve`; curl for its CLI tests
   clang libclang-rt-dev                        # libFuzzer target and sanitizer runtime
 )
 missing=()

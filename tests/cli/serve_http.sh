@@ -4,7 +4,8 @@
 # chunk, data: [DONE]) or not; OpenAI error objects for malformed JSON, unknown
 # fields, wrong types, prompts beyond the context, bodies too large, unknown
 # routes; the API key; a full queue answers 503; a client that disconnects
-# mid-stream cancels its generation; 32 concurrent clients each get exactly the
+# mid-stream cancels its generation; a client that stops reading does not hold up
+# the others; 32 concurrent clients each get exactly the
 # text of their request run alone (tools/serve_load.py --check), on the embedded
 # model and on an artifact paged through a small expert cache; SIGTERM exits 0.
 #   usage: serve_http.sh SUBMOE_BINARY SOURCE_DIR
@@ -100,6 +101,11 @@ for _ in $(seq 1 100); do
 done
 [ "${cancelled:-0}" = 1 ] && ok "disconnected stream cancelled" || fail "cancelled count ${cancelled:-none}"
 expect 200 "served after the disconnect" "$(http POST /v1/completions '{"prompt":"x","max_tokens":2}')" '"usage"'
+
+# A client that reads nothing for 2 s while its 1500-token stream is generated:
+# short requests of others are answered meanwhile, and its stream arrives whole.
+r=$(python3 "$src/tests/cli/lib/slow_reader.py" --url "$url" --tokens 1500 --pause 2 --deadline 3) &&
+  ok "slow reader: the others served meanwhile, its stream complete: $r" || fail "slow reader: $r"
 
 # 32 concurrent clients, streaming and not: every response complete and equal to
 # the request run alone.
