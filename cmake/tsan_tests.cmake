@@ -1,6 +1,8 @@
 # ThreadSanitizer build of the concurrency tests (SUBMOE_TSAN=ON builds only
 # this): the thread pool, the expert cache and the prefetcher, compiled with
-# the sources they exercise. scripts/test.sh runs it in CI:
+# the sources they exercise; then, over the libraries built with TSan too, the
+# cached expert provider under concurrent sessions and the serving scheduler
+# (continuous batching, cancellation, shutdown). scripts/test.sh runs it in CI:
 #   cmake -S . -B build-tsan -DSUBMOE_TSAN=ON && cmake --build build-tsan
 #   ctest --test-dir build-tsan
 find_package(GTest REQUIRED)
@@ -25,3 +27,22 @@ target_compile_definitions(test_concurrency_tsan PRIVATE SUBMOE_SOURCE_DIR="${PR
 target_link_libraries(test_concurrency_tsan PRIVATE submoe_flags Threads::Threads GTest::gtest GTest::gtest_main)
 gtest_discover_tests(test_concurrency_tsan DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 900 LABELS "tsan"
   TEST_PREFIX "tsan.")
+
+# The libraries, instrumented; only what the targets below link is built.
+add_compile_options(-fsanitize=thread -g -O1)
+add_link_options(-fsanitize=thread)
+add_subdirectory(src EXCLUDE_FROM_ALL)
+function(submoe_tsan_test target)
+  cmake_parse_arguments(T "" "" "LIBS;SOURCES" ${ARGN})
+  add_executable(${target} ${T_SOURCES})
+  target_include_directories(${target} PRIVATE ${src} ${tst})
+  target_compile_definitions(${target} PRIVATE SUBMOE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 900 LABELS "tsan" TEST_PREFIX "tsan.")
+endfunction()
+submoe_tsan_test(test_provider_tsan LIBS submoe_offload
+  SOURCES ${tst}/offload/cached_expert_provider_test.cpp ${tst}/offload/offload_test_util.cpp
+          ${tst}/runtime/artifact_builder.cpp)
+target_include_directories(test_provider_tsan PRIVATE ${tst}/offload)
+file(GLOB tsan_serve_tests ${tst}/serve/*.cpp)
+submoe_tsan_test(test_serve_tsan LIBS submoe_serve SOURCES ${tsan_serve_tests})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Release build (warnings are errors, CUDA compiled and
 # linked when nvcc exists) + all tests, then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests (thread
+# pool, expert cache and provider, prefetcher, serving scheduler) under
 # ThreadSanitizer, then short libFuzzer runs of every parser and packed
 # validator (fuzz/) when clang exists.
 #   SUBMOE_SKIP_SANITIZE=1 scripts/test.sh   # only the Release pass
@@ -17,7 +18,7 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
   # Slow, large-shape cases are labelled "slow" and skipped under sanitizers.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -LE slow
-  echo "== ThreadSanitizer: thread pool, expert cache, prefetcher"
+  echo "== ThreadSanitizer: thread pool, expert cache, prefetcher, cached expert provider, serving scheduler"
   scripts/build.sh tsan
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 fi
