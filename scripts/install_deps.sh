@@ -10,6 +10,7 @@ PACKAGES=(
   liburing-dev                                 # io_uring for the expert store
   libxxhash-dev                                # XXH3 checksums of artifacts
   libcpp-httplib-dev curl                      # HTTP server of `submoe serve`; curl for its CLI tests
+  chromium chromium-driver python3-selenium    # the chat page's test in a real (headless) browser
   clang libclang-rt-dev                        # libFuzzer target and sanitizer runtime
 )
 missing=()

@@ -13,6 +13,7 @@
 
 #include "submoe/serve/metrics.h"
 #include "submoe/serve/openai_protocol.h"
+#include "submoe/serve/web_assets.h"
 
 namespace submoe::serve {
 namespace {
@@ -143,6 +144,15 @@ struct HttpServer::Impl {
       count(req.path, res.status);
     });
 
+    // The chat page (web/, compiled in): GET / is index.html.
+    for (const WebAsset& asset : web_assets()) {
+      auto handler = [asset](const httplib::Request&, httplib::Response& res) {
+        res.set_content(asset.body.data(), asset.body.size(), asset.content_type.data());
+        res.set_header("Cache-Control", "no-cache");
+      };
+      server.Get(std::string(asset.path), handler);
+      if (asset.path == "/index.html") server.Get("/", handler);
+    }
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       if (engine.load() && scheduler.load()) {
         send_json(res, {{"status", "ok"}});

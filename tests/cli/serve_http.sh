@@ -16,9 +16,6 @@ model=$src/models/default-moe
 work=$(mktemp -d)
 source "$src/tests/cli/lib/serve_helpers.bash"
 trap 'stop_servers; rm -rf "$work"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 # expect STATUS DESCRIPTION RESPONSE [GREP-PATTERN]
 expect() {
   local want=$1 what=$2 got=$3 pattern=${4-}

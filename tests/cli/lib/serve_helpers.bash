@@ -1,7 +1,10 @@
 # Helpers of the `submoe serve` CLI tests: start a server on a free loopback port,
 # wait for /health, make requests with curl, stop it. Source after setting
-# $bin and $work; call stop_servers from the EXIT trap.
+# $bin and $work; call stop_servers from the EXIT trap. ok/fail count into $fails.
 server_pids=()
+fails=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # start_server LOG ARGS...: starts `submoe serve --port 0 ARGS` and sets $port and
 # $url once it listens (the port is read from its stderr).
