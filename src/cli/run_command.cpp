@@ -22,6 +22,7 @@
 #include "submoe/serve/engine.h"
 #include "submoe/serve/generate_one.h"
 #include "submoe/serve/generation.h"
+#include "submoe/core/clock.h"
 
 namespace submoe::cli {
 namespace {
@@ -47,7 +48,6 @@ struct RunOptions {
 };
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Status run(const RunOptions& o) {
   if (o.max_new_tokens < 0) return invalid_argument("-n must be >= 0");

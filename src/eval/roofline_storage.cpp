@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "submoe/eval/roofline.h"
+#include "submoe/core/clock.h"
 
 namespace submoe::eval {
 namespace {
@@ -27,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kAlign = 4096;
 constexpr uint64_t kChunk = 4u << 20;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 class PageBuffer {
  public:

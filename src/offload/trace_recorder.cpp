@@ -7,12 +7,12 @@
 #include "submoe/io/tokenizer.h"
 #include "submoe/offload/routing_trace_collector.h"
 #include "submoe/runtime/quantization_config.h"
+#include "submoe/core/clock.h"
 
 namespace submoe::offload {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -8,13 +8,10 @@
 
 #include "submoe/io/file_util.h"
 #include "submoe/runtime/artifact_model.h"
+#include "submoe/core/clock.h"
 
 namespace submoe::serve {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // generation_config.json's eos_token_id (int or list), which is what HF generate()
 // stops on; an absent file or key adds nothing.

@@ -1,4 +1,5 @@
 #include "submoe/serve/generate_one.h"
+#include "submoe/core/clock.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +9,6 @@ namespace submoe::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -52,7 +52,7 @@ std::string prometheus_metrics(const HttpCounters& http, const Engine* engine, c
   metric(&out, "submoe_requests_rejected_total", "counter", "generation requests refused because the queue was full",
          static_cast<double>(s.requests_rejected));
   header(&out, "submoe_requests_finished_total", "counter", "generation requests finished, by finish reason");
-  for (int r = 1; r < 7; ++r)
+  for (int r = 1; r < kFinishReasonCount; ++r)
     sample(&out, "submoe_requests_finished_total", static_cast<double>(s.requests_finished[r]),
            std::string("reason=\"") + finish_reason_name(static_cast<FinishReason>(r)) + "\"");
   metric(&out, "submoe_prompt_tokens_total", "counter", "prompt tokens of finished requests",

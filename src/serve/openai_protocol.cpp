@@ -163,7 +163,8 @@ std::optional<ProtocolError> parse_completion_request(const json& body, Completi
   }
   if (auto e = read_bool(body, "ignore_eos", &r.params.ignore_eos)) return e;
 
-  // Accepted only at the values that mean "off" (not implemented otherwise).
+  // Fields of the OpenAI API that submoe refuses: allowed at their neutral values
+  // only; any other value is a 400 naming the field (documented in docs/serving.md).
   int64_t n = 1, best_of = 1;
   if (auto e = read_int(body, "n", 1, 1, &n)) return ProtocolError{"only 'n' = 1 is supported", "n"};
   if (auto e = read_int(body, "best_of", 1, 1, &best_of)) return ProtocolError{"only 'best_of' = 1 is supported", "best_of"};

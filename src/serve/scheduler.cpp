@@ -1,4 +1,5 @@
 #include "submoe/serve/scheduler.h"
+#include "submoe/core/clock.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,7 +8,6 @@ namespace submoe::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 }  // namespace
 
@@ -198,7 +198,8 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>* active) {
     if (a->stream->cancelled()) a->sequence->finish(FinishReason::kCancelled);
   }
   entries_.clear();
-  std::vector<Active*> with_logits;
+  entry_owners_.clear();
+  with_logits_.clear();
   size_t prefill_budget = options_.prefill_chunk;
   for (auto& a : *active) {
     Sequence& s = *a->sequence;
@@ -206,13 +207,15 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>* active) {
     const std::vector<int32_t>& prompt = s.prompt();
     if (a->prefilled == prompt.size()) {
       entries_.push_back({a->session.get(), std::span<const int32_t>(&a->next_token, 1), true});
-      with_logits.push_back(a.get());
+      entry_owners_.push_back(a.get());
+      with_logits_.push_back(a.get());
     } else if (prefill_budget > 0) {
       const size_t n = std::min(prefill_budget, prompt.size() - a->prefilled);
       prefill_budget -= n;
       const bool last = a->prefilled + n == prompt.size();
       entries_.push_back({a->session.get(), std::span<const int32_t>(prompt).subspan(a->prefilled, n), last});
-      if (last) with_logits.push_back(a.get());
+      entry_owners_.push_back(a.get());
+      if (last) with_logits_.push_back(a.get());
     }
   }
   if (entries_.empty()) return;
@@ -230,20 +233,19 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>* active) {
   }
   if (!s) {
     // Every sequence of the failed step ends with the error; the others go on.
-    for (const auto& e : entries_)
-      for (auto& a : *active)
-        if (a->session.get() == e.session) {
-          a->error = s;
-          a->sequence->finish(FinishReason::kError);
-        }
+    for (Active* a : entry_owners_) {
+      a->error = s;
+      a->sequence->finish(FinishReason::kError);
+    }
     return;
   }
-  for (const auto& e : entries_)
-    for (auto& a : *active)
-      if (a->session.get() == e.session && a->prefilled < a->sequence->prompt().size()) a->prefilled += e.tokens.size();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Active& a = *entry_owners_[i];
+    if (a.prefilled < a.sequence->prompt().size()) a.prefilled += entries_[i].tokens.size();
+  }
   const size_t V = static_cast<size_t>(engine_.model().config().vocab_size);
-  for (size_t r = 0; r < with_logits.size(); ++r) {
-    Active& a = *with_logits[r];
+  for (size_t r = 0; r < with_logits_.size(); ++r) {
+    Active& a = *with_logits_[r];
     Result<std::optional<int32_t>> next = a.sequence->next(std::span<const float>(logits_).subspan(r * V, V));
     if (!next.is_ok()) {
       a.error = next.status();
@@ -257,7 +259,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>* active) {
 
 void Scheduler::retire(std::vector<std::unique_ptr<Active>>* active) {
   std::vector<std::unique_ptr<model::Session>> freed;
-  uint64_t finished_by_reason[7] = {};
+  uint64_t finished_by_reason[kFinishReasonCount] = {};
   uint64_t prompt_tokens = 0, completion_tokens = 0;
   for (auto& a : *active) {
     if (!a->sequence->finished()) continue;
@@ -275,7 +277,7 @@ void Scheduler::retire(std::vector<std::unique_ptr<Active>>* active) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& session : freed)
     if (free_sessions_.size() < static_cast<size_t>(options_.max_batch)) free_sessions_.push_back(std::move(session));
-  for (int i = 0; i < 7; ++i) stats_.requests_finished[i] += finished_by_reason[i];
+  for (int i = 0; i < kFinishReasonCount; ++i) stats_.requests_finished[i] += finished_by_reason[i];
   stats_.prompt_tokens += prompt_tokens;
   stats_.completion_tokens += completion_tokens;
   stats_.active = static_cast<int>(active->size());

@@ -42,6 +42,7 @@ enum class FinishReason {
   kCancelled,  // the caller cancelled
   kError,      // a forward pass or the logits failed
 };
+inline constexpr int kFinishReasonCount = static_cast<int>(FinishReason::kError) + 1;
 // kNumerical naming `position` when a logit is NaN or infinite (a NaN or
 // infinite weight or activation): generation stops instead of sampling garbage.
 Status check_finite_logits(std::span<const float> logits, size_t position);

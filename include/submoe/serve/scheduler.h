@@ -71,7 +71,7 @@ class RequestStream {
 struct SchedulerStats {
   uint64_t requests_submitted = 0;
   uint64_t requests_rejected = 0;  // queue full
-  uint64_t requests_finished[7] = {};  // by FinishReason
+  uint64_t requests_finished[kFinishReasonCount] = {};  // by FinishReason
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
   uint64_t steps = 0;
@@ -125,6 +125,8 @@ class Scheduler {
 
   // Scheduler thread only.
   std::vector<model::BatchEntry> entries_;
+  std::vector<Active*> entry_owners_;  // the request of each entry
+  std::vector<Active*> with_logits_;   // the requests whose entry yields logits this step, in order
   std::vector<float> logits_;
 
   std::thread thread_;  // last: starts after everything above exists

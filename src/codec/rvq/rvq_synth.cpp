@@ -8,12 +8,12 @@
 
 #include "codec/rvq/rvq_internal.h"
 #include "submoe/codec/rvq.h"
+#include "submoe/core/clock.h"
 
 namespace submoe::rvq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 
