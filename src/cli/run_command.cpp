@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/model_loading.h"
+#include "submoe/core/clock.h"
 #include "submoe/offload/routing_trace_collector.h"
 #include "submoe/core/memory_usage.h"
 #include "submoe/core/thread_pool.h"
@@ -22,7 +23,6 @@
 #include "submoe/serve/engine.h"
 #include "submoe/serve/generate_one.h"
 #include "submoe/serve/generation.h"
-#include "submoe/core/clock.h"
 
 namespace submoe::cli {
 namespace {

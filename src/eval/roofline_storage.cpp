@@ -18,8 +18,8 @@
 #include <random>
 #include <thread>
 
-#include "submoe/eval/roofline.h"
 #include "submoe/core/clock.h"
+#include "submoe/eval/roofline.h"
 
 namespace submoe::eval {
 namespace {

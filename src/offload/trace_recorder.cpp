@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "submoe/core/clock.h"
 #include "submoe/io/file_util.h"
 #include "submoe/io/tokenizer.h"
 #include "submoe/offload/routing_trace_collector.h"
 #include "submoe/runtime/quantization_config.h"
-#include "submoe/core/clock.h"
 
 namespace submoe::offload {
 namespace {

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
-#include "submoe/io/file_util.h"
-#include "submoe/runtime/artifact_model.h"
 #include "submoe/core/clock.h"
+#include "submoe/io/file_util.h"
+#include "submoe/offload/cache_simulator.h"
+#include "submoe/offload/expert_store.h"
+#include "submoe/runtime/artifact_model.h"
 
 namespace submoe::serve {
 namespace {
@@ -56,6 +58,11 @@ Result<LoadedModel> load_model(const LoadOptions& f) {
   options.dense_storage = huge ? model::DenseStorage::kHugePageCopy : model::DenseStorage::kInPlace;
   if (!(f.offload.expert_cache_mb >= 0) || !std::isfinite(f.offload.expert_cache_mb))  // NaN fails too
     return invalid_argument("--expert-cache-mb must be a finite number >= 0");
+  // Unknown cache and I/O names are errors even when nothing is paged (they would
+  // be ignored silently otherwise).
+  if (auto p = offload::parse_cache_policy(f.offload.cache_policy); !p.is_ok())
+    return p.status().with_context("--cache-policy");
+  if (auto io = offload::parse_io_backend(f.offload.io); !io.is_ok()) return io.status().with_context("--io");
   if (out.artifact) {
     SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(f.model));
     if (const std::string note = a->integrity_note(); !note.empty()) std::cerr << note << "\n";

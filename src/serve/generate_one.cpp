@@ -1,9 +1,10 @@
 #include "submoe/serve/generate_one.h"
-#include "submoe/core/clock.h"
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
+
+#include "submoe/core/clock.h"
 
 namespace submoe::serve {
 namespace {

@@ -1,8 +1,9 @@
 #include "submoe/serve/scheduler.h"
-#include "submoe/core/clock.h"
 
 #include <algorithm>
 #include <utility>
+
+#include "submoe/core/clock.h"
 
 namespace submoe::serve {
 namespace {

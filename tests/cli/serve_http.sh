@@ -143,6 +143,14 @@ wait "$first" 2>/dev/null || true
 # Bad flags and an address in use.
 out=$(timeout 60 "$bin" serve --model "$model" --max-batch 0 2>&1) && fail "--max-batch 0 accepted" ||
   { grep -q "maximum batch" <<<"$out" && ok "--max-batch 0 refused" || fail "message: $out"; }
+for bad in "--max-queue -1|queue limit" "--prefill-chunk 0|prefill chunk" "--max-body-mb nan|--max-body-mb" \
+  "--http-threads 0|--http-threads" "--port 70000|--port" "--cache-policy nope|--cache-policy" "--io tape|--io" \
+  "--expert-cache-mb 1|artifacts" "--host 999.1.1.1|cannot bind"; do
+  flag=${bad%|*} want=${bad#*|}
+  # shellcheck disable=SC2086
+  out=$(timeout 60 "$bin" serve --model "$model" --port 0 $flag 2>&1) && fail "$flag accepted" ||
+    { grep -q -- "$want" <<<"$out" && ok "$flag refused" || fail "$flag: $out"; }
+done
 out=$(timeout 60 "$bin" serve --model "$model" --port "$port" 2>&1) && fail "port in use accepted" ||
   { grep -q "cannot bind" <<<"$out" && ok "port in use refused" || fail "message: $out"; }
 out=$(timeout 60 "$bin" serve --model "$work/missing" --port 0 2>&1) && fail "missing model accepted" ||
