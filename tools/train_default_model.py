@@ -40,6 +40,11 @@ WIKITEXT_EXCERPT_MAX_BYTES = 200 * 1024
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
 SPECIAL_TOKENS = [EOS_TOKEN, PAD_TOKEN, "<|im_start|>", "<|im_end|>"]
+# ChatML over the <|im_start|> / <|im_end|> tokens, so `submoe serve` has a chat
+# template to render (the model was not trained on chats; it continues text).
+CHAT_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content']"
+                 " + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+                 "{% endif %}")
 
 
 def die(msg: str) -> "NoReturn":  # type: ignore[name-defined]
@@ -140,7 +145,7 @@ def wrap_tokenizer(tok):
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token=EOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
         unk_token=None, additional_special_tokens=["<|im_start|>", "<|im_end|>"],
-        model_max_length=2048, clean_up_tokenization_spaces=False)
+        model_max_length=2048, clean_up_tokenization_spaces=False, chat_template=CHAT_TEMPLATE)
 
 
 def split_lines(text: str, chunk_chars: int = 4000) -> list[str]:
