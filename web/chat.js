@@ -1,14 +1,16 @@
-// The chat page of `submoe serve` (docs/serving.md): streams completions from
-// /v1/completions as server-sent events, shows tokens/s and the expert-cache hit
-// rate (from /metrics). Until /v1/chat/completions renders the model's chat
-// template, the conversation is sent as a plain transcript ("User: ...",
-// "Assistant: ...") and generation stops at the next "User:" line.
+// The chat page of `submoe serve` (docs/serving.md): streams answers from
+// /v1/chat/completions (the model's chat template renders the conversation) as
+// server-sent events, shows tokens/s and the expert-cache hit rate (from
+// /metrics). A model without a chat template gets the conversation as a plain
+// transcript ("User: ...", "Assistant: ...") on /v1/completions instead, its
+// answer stopping at the next "User:" line.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const messages = [];  // {role: "user" | "assistant", content}
 let modelId = null;
 let controller = null;  // AbortController of the running request
+let useTranscript = false;  // the server has no chat template: fall back to /v1/completions
 
 function headers() {
   const h = { "Content-Type": "application/json" };
@@ -107,17 +109,25 @@ async function send(text) {
   const started = performance.now();
   let firstToken = null, tokens = 0, usage = null, finish = null;
   try {
-    const r = await fetch("/v1/completions", {
-      method: "POST",
-      headers: headers(),
-      signal: controller.signal,
-      body: JSON.stringify({
-        model: modelId || undefined, prompt: transcript(), max_tokens: maxTokens, temperature,
-        stop: ["\nUser:"], stream: true, stream_options: { include_usage: true },
-      }),
-    });
-    if (!r.ok) {
+    const request = () => {
+      const common = { model: modelId || undefined, max_tokens: maxTokens, temperature, stream: true,
+                       stream_options: { include_usage: true } };
+      if (useTranscript)
+        return ["/v1/completions", { ...common, prompt: transcript(), stop: ["\nUser:"] }];
+      return ["/v1/chat/completions", { ...common, messages }];
+    };
+    let r;
+    for (;;) {
+      const [route, payload] = request();
+      r = await fetch(route, { method: "POST", headers: headers(), signal: controller.signal,
+                               body: JSON.stringify(payload) });
+      if (r.ok) break;
       const j = await r.json().catch(() => ({}));
+      if (!useTranscript && j.error && j.error.code === "chat_template_unavailable") {
+        useTranscript = true;
+        $("model").textContent += " (no chat template: plain transcript)";
+        continue;
+      }
       throw new Error(j.error ? j.error.message : "HTTP " + r.status);
     }
     const reader = r.body.getReader();
@@ -139,10 +149,11 @@ async function send(text) {
         if (j.error) throw new Error(j.error.message);
         if (j.usage) usage = j.usage;
         for (const c of j.choices || []) {
-          if (c.text) {
+          const piece = c.delta ? c.delta.content : c.text;  // chat chunk or completion chunk
+          if (piece) {
             if (firstToken === null) firstToken = performance.now();
             tokens++;
-            reply.content += c.text;
+            reply.content += piece;
             body.textContent = reply.content.replace(/^\s+/, "");
           }
           if (c.finish_reason) finish = c.finish_reason;

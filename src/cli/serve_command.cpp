@@ -113,6 +113,12 @@ Status serve_main(ServeOptions o) {
                                                  : "checkpoint",
                o.scheduler.max_batch, o.scheduler.max_queue, threads,
                o.server.api_key.empty() ? "" : ", API key required on /v1");
+  if (const serve::ChatTemplate* t = engine.value()->chat_template()) {
+    std::fprintf(stderr, "[serve] chat template: %s\n", t->origin().c_str());
+  } else {
+    std::fprintf(stderr, "[serve] /v1/chat/completions unavailable: %s\n",
+                 engine.value()->chat_template_status().message().c_str());
+  }
   http.join();
   scheduler->shutdown();
   return served;
@@ -123,8 +129,9 @@ void setup_serve(CLI::App& root) {
   auto* cmd = root.add_subcommand(
       "serve",
       "Serve a checkpoint or artifact over HTTP with the OpenAI API (docs/serving.md):\n"
-      "POST /v1/completions (stream: server-sent events), GET /v1/models, GET /health (503 while the\n"
-      "model loads, then 200), GET /metrics (Prometheus text), POST /tokenize and /detokenize.\n"
+      "POST /v1/chat/completions (the model's chat template, or --chat-template) and /v1/completions\n"
+      "(stream: server-sent events), GET /v1/models, GET /health (503 while the model loads, then 200),\n"
+      "GET /metrics (Prometheus text), POST /tokenize and /detokenize, and a chat page at GET /.\n"
       "Concurrent requests are batched continuously: one forward per step runs every active sequence\n"
       "(each routed expert fetched once for the batch), new requests join between steps, prompts are\n"
       "prefilled in chunks while the others decode; past --max-batch running and --max-queue waiting,\n"
@@ -148,6 +155,10 @@ void setup_serve(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "worker threads of the forward pass; 0 = all hardware threads")
       ->capture_default_str()
       ->check(thread_count(true));
+  cmd->add_option("--chat-template", o->m.chat_template,
+                  "Jinja chat template file for /v1/chat/completions (a .jinja text, or a .json with\n"
+                  "'chat_template'), instead of the model's chat_template.jinja / tokenizer_config.json")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--http-threads", o->server.http_threads, "connections served at once (each stream holds one)")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "request bodies beyond this many MiB get 413")->capture_default_str();

@@ -127,8 +127,28 @@ Result<std::unique_ptr<Engine>> Engine::load(const LoadOptions& options) {
   e->eos_ids_.insert(model_eos.begin(), model_eos.end());
   if (e->tokenizer_.eos_id()) e->eos_ids_.insert(*e->tokenizer_.eos_id());
   SUBMOE_RETURN_IF_ERROR(add_generation_config_eos(options.model, &e->eos_ids_));
+  if (!options.chat_template.empty()) {
+    SUBMOE_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::from_file(options.chat_template, options.model));
+    e->chat_template_ = std::move(t);
+  } else if (Result<std::optional<ChatTemplate>> own = ChatTemplate::from_model_dir(options.model); own.is_ok()) {
+    e->chat_template_ = std::move(own).value();
+    if (!e->chat_template_)
+      e->chat_template_status_ = not_found("the model has no chat template (tokenizer_config.json has no chat_template "
+                                           "and there is no chat_template.jinja); start the server with "
+                                           "--chat-template FILE, or use /v1/completions");
+  } else {
+    // Generation without chat stays available; the chat route reports this.
+    e->chat_template_status_ = own.status();
+  }
   e->load_seconds_ = seconds_since(t0);
   return e;
+}
+
+Result<std::vector<int32_t>> Engine::encode_chat_prompt(std::string_view rendered, bool allow_long_context) const {
+  SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer_.encode_lossless(rendered, /*add_special_tokens=*/false));
+  if (ids.empty()) return invalid_argument("the chat template rendered an empty prompt");
+  SUBMOE_RETURN_IF_ERROR(check_prompt(ids, allow_long_context));
+  return ids;
 }
 
 Status Engine::check_prompt(std::span<const int32_t> ids, bool allow_long_context,

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -180,6 +182,7 @@ struct HttpServer::Impl {
     server.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
     server.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
     server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res); });
+    server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { chat(req, res); });
   }
 
   void tokenize(const httplib::Request& req, httplib::Response& res) {
@@ -221,6 +224,14 @@ struct HttpServer::Impl {
     send_json(res, {{"content", e->tokenizer().decode(ids, /*skip_special_tokens=*/false)}});
   }
 
+  // The model name check both routes share: absent or this server's.
+  bool model_matches(const SamplingRequest& r, httplib::Response& res) {
+    if (r.model.empty() || r.model == options.model_name) return true;
+    send_error(res, 404, "the model '" + r.model + "' does not exist; this server serves '" + options.model_name + "'",
+               "model", "model_not_found");
+    return false;
+  }
+
   void complete(const httplib::Request& req, httplib::Response& res) {
     const Engine* e;
     Scheduler* s;
@@ -229,10 +240,7 @@ struct HttpServer::Impl {
     if (!parse_body(req, res, &body)) return;
     CompletionRequest r;
     if (auto err = parse_completion_request(body, &r)) return send_error(res, 400, err->message, err->param);
-    if (!r.model.empty() && r.model != options.model_name)
-      return send_error(res, 404, "the model '" + r.model + "' does not exist; this server serves '" +
-                                      options.model_name + "'",
-                        "model", "model_not_found");
+    if (!model_matches(r, res)) return;
     std::vector<int32_t> prompt;
     if (r.prompt_text) {
       Result<std::vector<int32_t>> ids = e->encode_prompt(*r.prompt_text, r.params.allow_long_context);
@@ -241,15 +249,11 @@ struct HttpServer::Impl {
     } else {
       prompt = std::move(r.prompt_ids);
     }
-    Result<std::shared_ptr<RequestStream>> submitted = s->submit(std::move(prompt), r.params);
-    if (!submitted.is_ok())
-      return send_error(res, http_status_of(submitted.status()), submitted.status().message(),
-                        submitted.status().code() == ErrorCode::kInvalidArgument ? "prompt" : "");
-    std::shared_ptr<RequestStream> stream = std::move(submitted).value();
     const std::string id = new_id("cmpl");
     const auto created = static_cast<int64_t>(std::time(nullptr));
     const std::string model = options.model_name;
-    auto chunk = [id, created, model](const std::string& text, const char* finish) {
+    ResponseShape shape;
+    shape.chunk = [id, created, model](const std::string& text, const char* finish) {
       return json{{"id", id},
                   {"object", "text_completion"},
                   {"created", created},
@@ -259,22 +263,107 @@ struct HttpServer::Impl {
                                             {"logprobs", nullptr},
                                             {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
     };
+    shape.whole = shape.chunk;
+    generate(res, s, std::move(prompt), r, std::move(shape), "prompt");
+  }
+
+  void chat(const httplib::Request& req, httplib::Response& res) {
+    const Engine* e;
+    Scheduler* s;
+    if (!ready(res, &e, &s)) return;
+    nlohmann::ordered_json body;
+    try {
+      body = nlohmann::ordered_json::parse(req.body);
+    } catch (const nlohmann::ordered_json::parse_error& ex) {
+      return send_error(res, 400, std::string("the request body is not valid JSON: ") + ex.what());
+    }
+    ChatRequest r;
+    if (auto err = parse_chat_request(body, &r)) return send_error(res, 400, err->message, err->param);
+    if (!model_matches(r, res)) return;
+    const ChatTemplate* tmpl = e->chat_template();
+    if (!tmpl) {
+      // No template is the server's configuration, not the request's fault.
+      const Status& why = e->chat_template_status();
+      return send_error(res, why.code() == ErrorCode::kNotFound ? 400 : 500, why.message(), "messages",
+                        "chat_template_unavailable");
+    }
+    ChatTemplateInput input;
+    input.messages = std::move(r.messages);
+    input.tools = std::move(r.tools);
+    input.add_generation_prompt = r.add_generation_prompt;
+    input.template_kwargs = std::move(r.template_kwargs);
+    Result<std::string> rendered = tmpl->render(input);
+    if (!rendered.is_ok()) return send_error(res, 400, rendered.status().message(), "messages");
+    Result<std::vector<int32_t>> prompt = e->encode_chat_prompt(*rendered, r.params.allow_long_context);
+    if (!prompt.is_ok()) return send_error(res, http_status_of(prompt.status()), prompt.status().message(), "messages");
+    if (!r.max_tokens_given) {
+      // Until EOS or the context, as OpenAI; a model without a context bound gets 4096.
+      const int64_t context = e->context_length();
+      r.params.max_tokens = static_cast<int>(context > 0 ? context : 4096);
+    }
+    const std::string id = new_id("chatcmpl");
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    const std::string model = options.model_name;
+    auto envelope = [id, created, model](const char* object, json choice) {
+      return json{{"id", id}, {"object", object}, {"created", created}, {"model", model},
+                  {"choices", json::array({std::move(choice)})}};
+    };
+    ResponseShape shape;
+    shape.chunk = [envelope](const std::string& text, const char* finish) {
+      return envelope("chat.completion.chunk",
+                      {{"index", 0},
+                       {"delta", finish ? json::object() : json{{"content", text}}},
+                       {"logprobs", nullptr},
+                       {"finish_reason", finish ? json(finish) : json(nullptr)}});
+    };
+    shape.whole = [envelope](const std::string& text, const char* finish) {
+      return envelope("chat.completion", {{"index", 0},
+                                          {"message", {{"role", "assistant"}, {"content", text}}},
+                                          {"logprobs", nullptr},
+                                          {"finish_reason", finish ? json(finish) : json(nullptr)}});
+    };
+    // OpenAI's first chunk names the role.
+    shape.first_chunk = envelope("chat.completion.chunk", {{"index", 0},
+                                                           {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                           {"logprobs", nullptr},
+                                                           {"finish_reason", nullptr}});
+    generate(res, s, std::move(prompt).value(), r, std::move(shape), "messages");
+  }
+
+  // How a route's responses look: `chunk` a streamed piece of text (finish null)
+  // or the closing chunk (text "", finish set); `whole` the non-streaming body
+  // (usage added); `first_chunk` sent before any text when set (chat's role).
+  struct ResponseShape {
+    std::function<json(const std::string& text, const char* finish)> chunk;
+    std::function<json(const std::string& text, const char* finish)> whole;
+    std::optional<json> first_chunk;
+  };
+
+  // Submits the prompt and answers with the whole completion or a stream of
+  // server-sent events (data: [DONE] last; with include_usage a final chunk of
+  // usage and no choices, and "usage": null on the others).
+  void generate(httplib::Response& res, Scheduler* s, std::vector<int32_t> prompt, const SamplingRequest& r,
+                ResponseShape shape, const char* prompt_param) {
+    Result<std::shared_ptr<RequestStream>> submitted = s->submit(std::move(prompt), r.params);
+    if (!submitted.is_ok())
+      return send_error(res, http_status_of(submitted.status()), submitted.status().message(),
+                        submitted.status().code() == ErrorCode::kInvalidArgument ? prompt_param : "");
+    std::shared_ptr<RequestStream> stream = std::move(submitted).value();
     if (!r.stream) {
       const RequestUpdate u = stream->wait();
       if (u.reason == FinishReason::kError) return send_error(res, http_status_of(u.error), u.error.message());
       if (u.reason == FinishReason::kCancelled) return send_error(res, 503, "the server is shutting down");
-      json j = chunk(u.text, openai_finish_reason(u.reason));
+      json j = shape.whole(u.text, openai_finish_reason(u.reason));
       j["usage"] = usage_json({u.prompt_tokens, u.completion_tokens});
       return send_json(res, j);
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = r.include_usage;
+    auto started = std::make_shared<bool>(false);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [stream, chunk, include_usage](size_t, httplib::DataSink& sink) {
-          bool timed_out = false;
-          const RequestUpdate u = stream->poll(std::chrono::milliseconds(200), &timed_out);
+        [stream, shape, include_usage, started](size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& data) {
             if (sink.write(data.data(), data.size())) return true;
             stream->cancel();  // the client went away
@@ -284,6 +373,12 @@ struct HttpServer::Impl {
             if (include_usage) j["usage"] = nullptr;
             return j;
           };
+          if (!*started) {
+            *started = true;
+            if (shape.first_chunk && !write(sse(with_usage(*shape.first_chunk)))) return false;
+          }
+          bool timed_out = false;
+          const RequestUpdate u = stream->poll(std::chrono::milliseconds(200), &timed_out);
           if (timed_out) {
             if (!sink.is_writable()) {
               stream->cancel();
@@ -291,7 +386,7 @@ struct HttpServer::Impl {
             }
             return true;
           }
-          if (!u.text.empty() && !write(sse(with_usage(chunk(u.text, nullptr))))) return false;
+          if (!u.text.empty() && !write(sse(with_usage(shape.chunk(u.text, nullptr))))) return false;
           if (!u.done) return true;
           if (u.reason == FinishReason::kError || u.reason == FinishReason::kCancelled) {
             const int status = u.reason == FinishReason::kError ? http_status_of(u.error) : 503;
@@ -299,9 +394,9 @@ struct HttpServer::Impl {
                 u.reason == FinishReason::kError ? u.error.message() : std::string("the server is shutting down");
             if (!write(sse(error_body(status, message)))) return false;
           } else {
-            if (!write(sse(with_usage(chunk("", openai_finish_reason(u.reason)))))) return false;
+            if (!write(sse(with_usage(shape.chunk("", openai_finish_reason(u.reason)))))) return false;
             if (include_usage) {
-              json last = chunk("", nullptr);
+              json last = shape.chunk("", nullptr);
               last["choices"] = json::array();
               last["usage"] = usage_json({u.prompt_tokens, u.completion_tokens});
               if (!write(sse(last))) return false;

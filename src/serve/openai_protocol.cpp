@@ -4,6 +4,8 @@
 #include <set>
 #include <string_view>
 
+#include "submoe/serve/chat_template.h"
+
 namespace submoe::serve {
 namespace {
 
@@ -115,66 +117,54 @@ std::optional<ProtocolError> read_prompt(const json& body, CompletionRequest* ou
 
 }  // namespace
 
-std::optional<ProtocolError> parse_completion_request(const json& body, CompletionRequest* out) {
-  if (!body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
-  static const std::set<std::string> known = {
-      "model",    "prompt", "max_tokens", "temperature", "top_p",       "top_k",  "seed",
-      "stop",     "stream", "stream_options", "n",       "echo",        "logprobs", "presence_penalty",
-      "frequency_penalty", "user", "ignore_eos", "best_of", "suffix", "logit_bias"};
-  for (auto it = body.begin(); it != body.end(); ++it)
-    if (!known.count(it.key())) return ProtocolError{"Unrecognized request argument supplied: " + it.key(), it.key()};
+namespace {
 
-  CompletionRequest r;
+// The fields /v1/completions and /v1/chat/completions share: model, sampling,
+// stop, streaming, and the OpenAI fields submoe refuses at non-neutral values.
+// `max_tokens_field` is where max_tokens was read from ("" when absent).
+std::optional<ProtocolError> parse_common(const json& body, SamplingRequest* r, const char* max_tokens_field,
+                                          int64_t default_max_tokens) {
   if (const auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) return wrong_type("model", "a string");
-    r.model = m->get<std::string>();
+    r->model = m->get<std::string>();
   }
-  if (auto e = read_prompt(body, &r)) return e;
-
-  int64_t max_tokens = 16;
-  if (auto e = read_int(body, "max_tokens", 0, INT32_MAX, &max_tokens)) return e;
-  r.params.max_tokens = static_cast<int>(max_tokens);
+  int64_t max_tokens = default_max_tokens;
+  if (auto e = read_int(body, max_tokens_field, 0, INT32_MAX, &max_tokens)) return e;
+  r->max_tokens_given = body.contains(max_tokens_field) && !body[max_tokens_field].is_null();
+  r->params.max_tokens = static_cast<int>(max_tokens);
   double temperature = 1.0, top_p = 1.0;
   if (auto e = read_number(body, "temperature", 0.0, 2.0, &temperature)) return e;
   if (auto e = read_number(body, "top_p", 0.0, 1.0, &top_p)) return e;
   if (top_p <= 0.0) return ProtocolError{"'top_p' must be greater than 0", "top_p"};
   int64_t top_k = 0;
   if (auto e = read_int(body, "top_k", 0, INT32_MAX, &top_k)) return e;
-  r.params.sampling.temperature = static_cast<float>(temperature);
-  r.params.sampling.top_p = static_cast<float>(top_p);
-  r.params.sampling.top_k = static_cast<int>(top_k);
+  r->params.sampling.temperature = static_cast<float>(temperature);
+  r->params.sampling.top_p = static_cast<float>(top_p);
+  r->params.sampling.top_k = static_cast<int>(top_k);
   int64_t seed = 0;
   if (const auto s = body.find("seed"); s != body.end() && !s->is_null()) {
     if (!s->is_number_integer()) return wrong_type("seed", "an integer");
     seed = s->is_number_unsigned() ? static_cast<int64_t>(s->get<uint64_t>()) : s->get<int64_t>();
-    r.seed_given = true;
+    r->seed_given = true;
   }
-  r.params.sampling.seed = r.seed_given ? static_cast<uint64_t>(seed) : std::random_device{}();
-  if (auto e = read_stop(body, &r.params.stop)) return e;
-  if (auto e = read_bool(body, "stream", &r.stream)) return e;
+  r->params.sampling.seed = r->seed_given ? static_cast<uint64_t>(seed) : std::random_device{}();
+  if (auto e = read_stop(body, &r->params.stop)) return e;
+  if (auto e = read_bool(body, "stream", &r->stream)) return e;
   if (const auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) return wrong_type("stream_options", "an object");
-    if (!r.stream) return ProtocolError{"'stream_options' is only allowed when 'stream' is true", "stream_options"};
+    if (!r->stream) return ProtocolError{"'stream_options' is only allowed when 'stream' is true", "stream_options"};
     for (auto it = so->begin(); it != so->end(); ++it)
       if (it.key() != "include_usage")
         return ProtocolError{"Unrecognized stream option: " + it.key(), "stream_options"};
-    if (auto e = read_bool(*so, "include_usage", &r.include_usage))
+    if (auto e = read_bool(*so, "include_usage", &r->include_usage))
       return ProtocolError{"'stream_options.include_usage' must be a boolean", "stream_options"};
   }
-  if (auto e = read_bool(body, "ignore_eos", &r.params.ignore_eos)) return e;
+  if (auto e = read_bool(body, "ignore_eos", &r->params.ignore_eos)) return e;
 
   // Fields of the OpenAI API that submoe refuses: allowed at their neutral values
   // only; any other value is a 400 naming the field (documented in docs/serving.md).
-  int64_t n = 1, best_of = 1;
+  int64_t n = 1;
   if (auto e = read_int(body, "n", 1, 1, &n)) return ProtocolError{"only 'n' = 1 is supported", "n"};
-  if (auto e = read_int(body, "best_of", 1, 1, &best_of)) return ProtocolError{"only 'best_of' = 1 is supported", "best_of"};
-  bool echo = false;
-  if (auto e = read_bool(body, "echo", &echo)) return e;
-  if (echo) return ProtocolError{"'echo' is not supported", "echo"};
-  if (const auto l = body.find("logprobs"); l != body.end() && !l->is_null())
-    return ProtocolError{"'logprobs' is not supported", "logprobs"};
-  if (const auto s = body.find("suffix"); s != body.end() && !s->is_null())
-    return ProtocolError{"'suffix' is not supported", "suffix"};
   if (const auto b = body.find("logit_bias"); b != body.end() && !b->is_null() && !(b->is_object() && b->empty()))
     return ProtocolError{"'logit_bias' is not supported", "logit_bias"};
   for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
@@ -184,6 +174,92 @@ std::optional<ProtocolError> parse_completion_request(const json& body, Completi
   }
   if (const auto u = body.find("user"); u != body.end() && !u->is_null() && !u->is_string())
     return wrong_type("user", "a string");
+  return std::nullopt;
+}
+
+std::optional<ProtocolError> unknown_field(const json& body, const std::set<std::string>& known) {
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (!known.count(it.key())) return ProtocolError{"Unrecognized request argument supplied: " + it.key(), it.key()};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ProtocolError> parse_completion_request(const json& body, CompletionRequest* out) {
+  if (!body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
+  static const std::set<std::string> known = {
+      "model",    "prompt", "max_tokens", "temperature", "top_p",       "top_k",  "seed",
+      "stop",     "stream", "stream_options", "n",       "echo",        "logprobs", "presence_penalty",
+      "frequency_penalty", "user", "ignore_eos", "best_of", "suffix", "logit_bias"};
+  if (auto e = unknown_field(body, known)) return e;
+  CompletionRequest r;
+  if (auto e = read_prompt(body, &r)) return e;
+  if (auto e = parse_common(body, &r, "max_tokens", 16)) return e;
+  int64_t best_of = 1;
+  if (auto e = read_int(body, "best_of", 1, 1, &best_of)) return ProtocolError{"only 'best_of' = 1 is supported", "best_of"};
+  bool echo = false;
+  if (auto e = read_bool(body, "echo", &echo)) return e;
+  if (echo) return ProtocolError{"'echo' is not supported", "echo"};
+  if (const auto l = body.find("logprobs"); l != body.end() && !l->is_null())
+    return ProtocolError{"'logprobs' is not supported", "logprobs"};
+  if (const auto s = body.find("suffix"); s != body.end() && !s->is_null())
+    return ProtocolError{"'suffix' is not supported", "suffix"};
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& ordered_body, ChatRequest* out) {
+  if (!ordered_body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
+  const json body = json::parse(ordered_body.dump());  // the shared readers take nlohmann::json
+  static const std::set<std::string> known = {
+      "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
+      "stream", "stream_options", "n", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "user",
+      "ignore_eos", "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format",
+      "chat_template_kwargs", "add_generation_prompt"};
+  if (auto e = unknown_field(body, known)) return e;
+  ChatRequest r;
+  const auto messages = ordered_body.find("messages");
+  if (messages == ordered_body.end() || messages->is_null()) return ProtocolError{"'messages' is required", "messages"};
+  Result<nlohmann::ordered_json> normalized = normalize_chat_messages(*messages);
+  if (!normalized.is_ok()) return ProtocolError{normalized.status().message(), "messages"};
+  r.messages = std::move(normalized).value();
+  const bool has_max_completion = body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null();
+  if (has_max_completion && body.contains("max_tokens") && !body["max_tokens"].is_null())
+    return ProtocolError{"give 'max_tokens' or 'max_completion_tokens', not both", "max_completion_tokens"};
+  // Without a bound, a chat completion runs to EOS or the context (OpenAI's rule).
+  if (auto e = parse_common(body, &r, has_max_completion ? "max_completion_tokens" : "max_tokens", INT32_MAX)) return e;
+  if (const auto t = ordered_body.find("tools"); t != ordered_body.end() && !t->is_null()) {
+    if (!t->is_array()) return wrong_type("tools", "an array of tool objects");
+    for (const auto& tool : *t)
+      if (!tool.is_object()) return wrong_type("tools", "an array of tool objects");
+    if (!t->empty()) r.tools = *t;
+  }
+  // The template sees the tools; submoe does not parse tool calls out of the
+  // output, so it cannot be made to call one.
+  if (const auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) {
+    if (!c->is_string() || (*c != "none" && *c != "auto"))
+      return ProtocolError{"only 'tool_choice' \"none\" or \"auto\" is supported", "tool_choice"};
+  }
+  if (const auto p = body.find("parallel_tool_calls"); p != body.end() && !p->is_null() && !p->is_boolean())
+    return wrong_type("parallel_tool_calls", "a boolean");
+  if (const auto f = body.find("response_format"); f != body.end() && !f->is_null()) {
+    if (!f->is_object() || !f->contains("type") || (*f)["type"] != "text")
+      return ProtocolError{"only 'response_format' {\"type\": \"text\"} is supported", "response_format"};
+  }
+  bool logprobs = false;
+  if (auto e = read_bool(body, "logprobs", &logprobs)) return e;
+  if (logprobs) return ProtocolError{"'logprobs' is not supported", "logprobs"};
+  if (const auto t = body.find("top_logprobs"); t != body.end() && !t->is_null())
+    return ProtocolError{"'top_logprobs' is not supported", "top_logprobs"};
+  if (const auto k = ordered_body.find("chat_template_kwargs"); k != ordered_body.end() && !k->is_null()) {
+    if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object");
+    for (const char* reserved : {"messages", "tools", "documents", "add_generation_prompt"})
+      if (k->contains(reserved))
+        return ProtocolError{std::string("'chat_template_kwargs' must not set '") + reserved + "'",
+                             "chat_template_kwargs"};
+    r.template_kwargs = *k;
+  }
+  if (auto e = read_bool(body, "add_generation_prompt", &r.add_generation_prompt)) return e;
   *out = std::move(r);
   return std::nullopt;
 }

@@ -2,7 +2,8 @@
 # The chat page of `submoe serve` in a real browser (headless Chromium through
 # selenium, tests/cli/lib/chat_page_browser.py): GET / loads it, a typed message
 # streams an answer into the page (in several network reads) with its tokens/s line and the expert cache's
-# hit rate (an artifact paged through a 1 MB cache). The screenshot is kept at
+# hit rate (an artifact paged through a 1 MB cache), asking /v1/chat/completions
+# (the model's chat template). The screenshot is kept at
 # BUILD_DIR/test-output/chat_page.png. Also: the page's files are served with
 # their content types.
 #   usage: chat_page.sh SUBMOE_BINARY SOURCE_DIR
@@ -36,5 +37,8 @@ else
   fail "browser: $out"
 fi
 [ -s "$out_dir/chat_page.png" ] && ok "screenshot kept" || fail "no screenshot at $out_dir/chat_page.png"
+# The page asked /v1/chat/completions (the artifact carries the model's chat template).
+grep -q 'submoe_http_responses_total{route="/v1/chat/completions",code="200"} [1-9]' <<<"$(curl -s "$url/metrics")" &&
+  ok "the page used /v1/chat/completions" || fail "no 200 of /v1/chat/completions in /metrics"
 stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

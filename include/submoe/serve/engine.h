@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 #include "submoe/io/tokenizer.h"
 #include "submoe/model/moe_model.h"
 #include "submoe/offload/artifact_offload.h"
+#include "submoe/serve/chat_template.h"
 
 namespace submoe::serve {
 
@@ -30,6 +32,7 @@ struct LoadOptions {
   std::string huge_pages = "auto";   // auto | on | off
   bool allow_extra_tensors = false;
   offload::OffloadFlags offload;     // expert_cache_mb > 0 pages an artifact's experts
+  std::string chat_template;         // a template file overriding the model's ("" = the model's own)
 };
 
 struct LoadedModel {
@@ -64,6 +67,11 @@ class Engine {
   bool is_eos(int32_t id) const { return eos_ids_.count(id) != 0; }
   // max_position_embeddings; 0 when config.json has none (no bound).
   int64_t context_length() const { return loaded_.model->config().max_position_embeddings; }
+  // The chat template: --chat-template's file, else the model's own; null when
+  // there is none or the model's own cannot be parsed (chat_template_status()
+  // says why; an unusable --chat-template file fails load() instead).
+  const ChatTemplate* chat_template() const { return chat_template_ ? &*chat_template_ : nullptr; }
+  const Status& chat_template_status() const { return chat_template_status_; }
   // Seconds the model and tokenizer took to load.
   double load_seconds() const { return load_seconds_; }
 
@@ -73,6 +81,10 @@ class Engine {
   // BOS, or when it is longer than the context (unless allow_long_context).
   Result<std::vector<int32_t>> encode_prompt(std::string_view text, bool allow_long_context,
                                              std::string_view context_hint = {}) const;
+  // Token ids of a rendered chat prompt: special tokens in the text (<|im_start|>,
+  // the BOS the template wrote) become their ids and nothing is added, as
+  // apply_chat_template(tokenize=True) does; then the checks of encode_prompt.
+  Result<std::vector<int32_t>> encode_chat_prompt(std::string_view rendered, bool allow_long_context) const;
   // The same checks for prompt token ids given directly (ids within the
   // vocabulary). `context_hint` is appended to the message of a prompt beyond the
   // context (e.g. the flag that lifts the bound).
@@ -86,6 +98,8 @@ class Engine {
   LoadedModel loaded_;
   io::Tokenizer tokenizer_;
   std::set<int64_t> eos_ids_;
+  std::optional<ChatTemplate> chat_template_;
+  Status chat_template_status_;
   double load_seconds_ = 0;
 };
 

@@ -17,14 +17,26 @@
 
 namespace submoe::serve {
 
-struct CompletionRequest {
+// What both routes read: the model name, sampling and stop parameters, streaming.
+struct SamplingRequest {
   std::string model;                  // "" when absent
-  std::optional<std::string> prompt_text;
-  std::vector<int32_t> prompt_ids;    // when the prompt was given as token ids
   GenerationParams params;
+  bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   bool seed_given = false;
+};
+
+struct CompletionRequest : SamplingRequest {
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_ids;    // when the prompt was given as token ids
+};
+
+struct ChatRequest : SamplingRequest {
+  nlohmann::ordered_json messages;           // checked and normalized (normalize_chat_messages)
+  nlohmann::ordered_json tools;              // null, or the tool schemas for the template
+  nlohmann::ordered_json template_kwargs;    // null, or chat_template_kwargs (vLLM's extension)
+  bool add_generation_prompt = true;         // extension: false continues the last message's role
 };
 
 // A parse error: the message and the offending field ("" for the body itself).
@@ -36,6 +48,13 @@ struct ProtocolError {
 // POST /v1/completions body. Defaults as OpenAI's: max_tokens 16, temperature 1,
 // top_p 1; top_k (0 = off) and ignore_eos are extensions.
 std::optional<ProtocolError> parse_completion_request(const nlohmann::json& body, CompletionRequest* out);
+
+// POST /v1/chat/completions body: messages (required), max_tokens or
+// max_completion_tokens (default: until EOS or the context), the sampling fields
+// of completions, tools (passed to the template), tool_choice "none" / "auto",
+// response_format text, chat_template_kwargs and add_generation_prompt
+// (extensions, as vLLM).
+std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& body, ChatRequest* out);
 
 // OpenAI's finish_reason: "stop" (EOS or a stop string), "length" (max_tokens or
 // the context).

@@ -24,10 +24,12 @@ start_server() {
   url="http://127.0.0.1:$port"
 }
 
-# wait_ready: polls GET /health until 200 (60 s at most).
+# wait_ready: polls GET /health until 200 (60 s at most; at once when the server
+# has exited, e.g. because the model failed to load).
 wait_ready() {
   for _ in $(seq 1 600); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/health")" = 200 ] && return 0
+    kill -0 "${server_pids[-1]}" 2>/dev/null || { echo "FAIL the server exited before it was ready"; return 1; }
     sleep 0.1
   done
   echo "FAIL /health never answered 200"
