@@ -3,15 +3,17 @@
 
 Each of --clients threads sends --requests greedy completion requests in turn
 (alternately streaming and not, unless --stream/--no-stream), each with its own
-prompt. With --check, every prompt is first run alone (one request at a time) and
-every concurrent response must be complete and identical to it.
+prompt; with --chat every other request (by index) goes to /v1/chat/completions
+as one user message instead. With --check, every request is first run alone (one
+at a time, on its route) and every concurrent response must be complete and
+identical to it.
 
 Prints one JSON object: requests, errors, mismatches, aggregate decode tokens/s
 (completion tokens over the wall time of the concurrent phase), per-stream
 tokens/s, time to first token p50/p99 (streaming requests), wall seconds.
 
   usage: serve_load.py --url http://127.0.0.1:8080 [--clients 32] [--requests 3]
-                       [--max-tokens 32] [--check] [--stream|--no-stream]
+                       [--max-tokens 32] [--check] [--chat] [--stream|--no-stream]
 """
 import argparse
 import http.client
@@ -31,22 +33,30 @@ def prompt_for(i):
     return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(n))
 
 
+def piece_of(choice):
+    # A completion choice has "text"; a chat choice a "message" or a "delta".
+    if "text" in choice:
+        return choice["text"] or ""
+    return (choice.get("message") or choice.get("delta") or {}).get("content") or ""
+
+
 def complete(url, body, stream, timeout=600):
     """Returns (text, finish_reason, usage, ttft_seconds or None, seconds)."""
+    route = "/v1/chat/completions" if "messages" in body else "/v1/completions"
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     body = dict(body, stream=stream)
     if stream:
         body["stream_options"] = {"include_usage": True}
     t0 = time.monotonic()
-    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    conn.request("POST", route, json.dumps(body), {"Content-Type": "application/json"})
     r = conn.getresponse()
     if r.status != 200:
         raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]!r}")
     if not stream:
         j = json.loads(r.read())
         conn.close()
-        return j["choices"][0]["text"], j["choices"][0]["finish_reason"], j["usage"], None, time.monotonic() - t0
+        return piece_of(j["choices"][0]), j["choices"][0]["finish_reason"], j["usage"], None, time.monotonic() - t0
     text, finish, usage, ttft, done = "", None, None, None, False
     for raw in r:
         line = raw.decode("utf-8").rstrip("\r\n")
@@ -62,9 +72,10 @@ def complete(url, body, stream, timeout=600):
         if j.get("usage"):
             usage = j["usage"]
         for c in j["choices"]:
-            if c["text"] and ttft is None:
+            piece = piece_of(c)
+            if piece and ttft is None:
                 ttft = time.monotonic() - t0
-            text += c["text"]
+            text += piece
             if c["finish_reason"]:
                 finish = c["finish_reason"]
     conn.close()
@@ -87,13 +98,17 @@ def main():
     ap.add_argument("--requests", type=int, default=3, help="requests per client")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--check", action="store_true", help="compare every response with the request run alone")
+    ap.add_argument("--chat", action="store_true", help="every other request goes to /v1/chat/completions")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--stream", dest="mode", action="store_const", const="stream")
     mode.add_argument("--no-stream", dest="mode", action="store_const", const="plain")
     a = ap.parse_args()
 
     def body(i):
-        return {"prompt": prompt_for(i), "max_tokens": a.max_tokens, "temperature": 0, "ignore_eos": True}
+        common = {"max_tokens": a.max_tokens, "temperature": 0, "ignore_eos": True}
+        if a.chat and i % 2 == 1:
+            return dict(common, messages=[{"role": "user", "content": prompt_for(i)}])
+        return dict(common, prompt=prompt_for(i))
 
     jobs = [(c, k, c * a.requests + k) for c in range(a.clients) for k in range(a.requests)]
     reference = {}

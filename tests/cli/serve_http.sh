@@ -106,8 +106,8 @@ r=$(python3 "$src/tests/cli/lib/slow_reader.py" --url "$url" --tokens 1500 --pau
 
 # 32 concurrent clients, streaming and not: every response complete and equal to
 # the request run alone.
-r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 12 --check) &&
-  ok "32 concurrent clients: $r" || fail "load: $r"
+r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 12 --check --chat) &&
+  ok "32 concurrent clients (completions and chat): $r" || fail "load: $r"
 stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
 
 # The same load against a ternary artifact paged through a 1 MB expert cache
@@ -116,8 +116,8 @@ stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on
   --samples 2 --seq-len 32 --method rtn >"$work/compress.log" 2>&1 || fail "compress: $(tail -3 "$work/compress.log")"
 start_server "$work/paged.log" --model "$work/art" --threads 2 --expert-cache-mb 1
 wait_ready
-r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 8 --check) &&
-  ok "32 concurrent clients, paged artifact: $r" || fail "paged load: $r"
+r=$(python3 "$src/tools/serve_load.py" --url "$url" --clients 32 --requests 2 --max-tokens 8 --check --chat) &&
+  ok "32 concurrent clients, paged artifact (completions and chat): $r" || fail "paged load: $r"
 misses=$(curl -s "$url/metrics" | sed -n 's/^submoe_expert_cache_misses_total \([0-9]*\).*/\1/p')
 [ "${misses:-0}" -gt 0 ] && ok "paged: $misses expert cache misses" || fail "paged: no expert cache misses (${misses:-none})"
 stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
