@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_subcommands.h"
 #include "cli/command.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/thread_pool.h"
@@ -326,6 +327,7 @@ void setup_bench(CLI::App& root) {
   auto* bench = root.add_subcommand("bench", "Kernel benchmarks with ratios against dense baselines in the same run");
   bench->require_subcommand(1);
   setup_gemv(*bench);
+  setup_bench_serve(*bench);
 }
 
 }  // namespace
