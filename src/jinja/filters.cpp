@@ -187,6 +187,21 @@ Value sorted(const Value& subject, const CallArgs& args, int line) {
   return Value(std::move(items));
 }
 
+// min / max: the first item no other beats under `op` (">" for max).
+Value extremum(const Value& v, const CallArgs& args, const char* op, int line) {
+  ValueList items = iterate(v, line);
+  if (items.empty()) return Value::undefined(op[0] == '>' ? "max" : "min");
+  const bool cs = flag(args, 0, "case_sensitive", false);
+  const Value attribute = arg(args, 1, "attribute");
+  auto key = [&](const Value& x) {
+    return sort_key(attribute.is_string() ? attribute_of(x, attribute.as_string(), line) : x, cs);
+  };
+  Value best = items[0];
+  for (const Value& x : items)
+    if (compare_op(op, key(x), key(best), line)) best = x;
+  return best;
+}
+
 using FilterFn = Value (*)(const Value&, const CallArgs&, int);
 
 const std::map<std::string, FilterFn, std::less<>>& filters() {
@@ -295,30 +310,8 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          for (const Value& item : iterate(v, line)) out.push_back(apply_filter(name.as_string(), item, rest, line));
          return Value(std::move(out));
        }},
-      {"max",
-       [](const Value& v, const CallArgs& args, int line) {
-         ValueList items = iterate(v, line);
-         if (items.empty()) return Value::undefined("max");
-         const bool cs = flag(args, 0, "case_sensitive", false);
-         const Value attribute = arg(args, 1, "attribute");
-         auto key = [&](const Value& x) { return sort_key(attribute.is_string() ? attribute_of(x, attribute.as_string(), line) : x, cs); };
-         Value best = items[0];
-         for (const Value& x : items)
-           if (compare_op(">", key(x), key(best), line)) best = x;
-         return best;
-       }},
-      {"min",
-       [](const Value& v, const CallArgs& args, int line) {
-         ValueList items = iterate(v, line);
-         if (items.empty()) return Value::undefined("min");
-         const bool cs = flag(args, 0, "case_sensitive", false);
-         const Value attribute = arg(args, 1, "attribute");
-         auto key = [&](const Value& x) { return sort_key(attribute.is_string() ? attribute_of(x, attribute.as_string(), line) : x, cs); };
-         Value best = items[0];
-         for (const Value& x : items)
-           if (compare_op("<", key(x), key(best), line)) best = x;
-         return best;
-       }},
+      {"max", [](const Value& v, const CallArgs& args, int line) { return extremum(v, args, ">", line); }},
+      {"min", [](const Value& v, const CallArgs& args, int line) { return extremum(v, args, "<", line); }},
       {"reject", [](const Value& v, const CallArgs& args, int line) { return select_items(v, args, false, false, line); }},
       {"rejectattr", [](const Value& v, const CallArgs& args, int line) { return select_items(v, args, false, true, line); }},
       {"select", [](const Value& v, const CallArgs& args, int line) { return select_items(v, args, true, false, line); }},

@@ -12,6 +12,18 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+void strip_leading_space(std::string* text) {
+  size_t k = 0;
+  while (k < text->size() && is_space((*text)[k])) ++k;
+  text->erase(0, k);
+}
+
+void strip_trailing_space(std::string* text) {
+  size_t k = text->size();
+  while (k > 0 && is_space((*text)[k - 1])) --k;
+  text->erase(k);
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -80,15 +92,11 @@ class Lexer {
     count_lines(from, to);
     std::string text = s_.substr(from, to - from);
     if (strip_next_) {
-      size_t k = 0;
-      while (k < text.size() && is_space(text[k])) ++k;
-      text.erase(0, k);
+      strip_leading_space(&text);
       strip_next_ = false;
     }
     if (mod == '-') {
-      size_t k = text.size();
-      while (k > 0 && is_space(text[k - 1])) --k;
-      text.erase(k);
+      strip_trailing_space(&text);
     } else if ((kind == '%' || kind == '#') && o_.lstrip_blocks && mod != '+') {
       const size_t nl = text.rfind('\n');
       const size_t start = nl == std::string::npos ? 0 : nl + 1;
@@ -191,16 +199,10 @@ class Lexer {
       if (s_.compare(k, 2, "%}") != 0) throw Error(line_, "'{% endraw' must be closed with '%}'");
       std::string text = s_.substr(pos_, open - pos_);
       if (strip_next_) {
-        size_t n = 0;
-        while (n < text.size() && is_space(text[n])) ++n;
-        text.erase(0, n);
+        strip_leading_space(&text);
         strip_next_ = false;
       }
-      if (strip_before) {
-        size_t n = text.size();
-        while (n > 0 && is_space(text[n - 1])) --n;
-        text.erase(n);
-      }
+      if (strip_before) strip_trailing_space(&text);
       if (!text.empty()) out_.push_back({Token::Type::kText, std::move(text), line_});
       count_lines(pos_, k + 2);
       after_tag(k + 2, modifier, true);

@@ -296,6 +296,21 @@ bool json_value(const Value& v, const JsonFormat& f, int depth, std::string* out
   }
 }
 
+// {'k': v, ...} as Python prints a dict.
+std::string dict_repr(const ValueDict& d) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : d.items) {
+    if (!first) out += ", ";
+    first = false;
+    out += python_string_repr(k);
+    out += ": ";
+    out += v.repr();
+  }
+  out += "}";
+  return out;
+}
+
 }  // namespace
 
 bool to_python_json(const Value& v, const JsonFormat& format, std::string* out) {
@@ -329,26 +344,8 @@ std::string Value::repr() const {
       out += tuple_ ? ")" : "]";
       return out;
     }
-    case Type::kDict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, v] : as_dict().items) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_string_repr(k) + ": " + v.repr();
-      }
-      return out + "}";
-    }
-    case Type::kNamespace: {
-      std::string out = "<Namespace {";
-      bool first = true;
-      for (const auto& [k, v] : namespace_dict().items) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_string_repr(k) + ": " + v.repr();
-      }
-      return out + "}>";
-    }
+    case Type::kDict: return dict_repr(as_dict());
+    case Type::kNamespace: return "<Namespace " + dict_repr(namespace_dict()) + ">";
     case Type::kFunction: return "<function " + as_function().name + ">";
   }
   return "";

@@ -16,14 +16,6 @@ model=$src/models/default-moe
 work=$(mktemp -d)
 source "$src/tests/cli/lib/serve_helpers.bash"
 trap 'stop_servers; rm -rf "$work"' EXIT
-# expect STATUS DESCRIPTION RESPONSE [GREP-PATTERN]
-expect() {
-  local want=$1 what=$2 got=$3 pattern=${4-}
-  if [ "${got%% *}" != "$want" ]; then fail "$what: HTTP ${got%% *}, want $want: ${got#* }"; return; fi
-  if [ -n "$pattern" ] && ! grep -q -- "$pattern" <<<"${got#* }"; then fail "$what: no '$pattern' in ${got#* }"; return; fi
-  ok "$what"
-}
-json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 start_server "$work/server.log" --model "$model" --threads 2 --max-batch 8
 wait_ready

@@ -59,3 +59,14 @@ stop_servers() {
   server_pids=()
   return "$rc"
 }
+
+# expect STATUS DESCRIPTION RESPONSE [GREP-PATTERN]: RESPONSE is http's "STATUS BODY".
+expect() {
+  local want=$1 what=$2 got=$3 pattern=${4-}
+  if [ "${got%% *}" != "$want" ]; then fail "$what: HTTP ${got%% *}, want $want: ${got#* }"; return; fi
+  if [ -n "$pattern" ] && ! grep -q -- "$pattern" <<<"${got#* }"; then fail "$what: no '$pattern' in ${got#* }"; return; fi
+  ok "$what"
+}
+
+# json_field EXPR: evaluates the Python expression EXPR over d = the JSON on stdin.
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
