@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,9 @@ Status bench_serve(const BenchServeOptions& o) {
   for (std::string item; std::getline(ss, item, ',');) {
     int v = 0;
     try {
-      v = std::stoi(item);
+      size_t used = 0;
+      v = std::stoi(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
       return invalid_argument("--streams must be a comma-separated list of integers in [1, 256], got '" + o.streams + "'");
     }
