@@ -23,10 +23,11 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 fi
 if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
-  echo "== libFuzzer smoke runs: codec validators, safetensors, config.json, tokenizer.json, traces, manifest"
+  echo "== libFuzzer smoke runs: codec validators, safetensors, config.json, tokenizer.json, traces, manifest, chat templates"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_FUZZ=ON \
     -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
-  targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed)
+  targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed
+    chat_template)
   cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
   for t in "${targets[@]}"; do
     seconds=6

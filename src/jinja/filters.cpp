@@ -52,7 +52,9 @@ Value attribute_of(const Value& item, const std::string& path, int line) {
   for (;;) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    // jinja2 reads an all-digit part as an index (short enough to be one).
+    const bool numeric = !part.empty() && part.size() <= 18 &&
+                         std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     v = numeric ? get_item(v, Value(static_cast<int64_t>(std::stoll(part))), line) : get_item(v, Value(part), line);
     if (dot == std::string::npos) return v;
     if (v.is_undefined()) return v;

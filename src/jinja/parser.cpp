@@ -1,5 +1,7 @@
 #include "jinja/parser.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <set>
 
 #include "jinja/builtins.h"
@@ -264,6 +266,17 @@ class Parser {
 
   ExprPtr node(Expr::Kind kind, int line) { return std::make_unique<Expr>(kind, line); }
 
+  // An integer token's value; beyond int64 is an error (Python would take it).
+  static int64_t integer_literal(const Token& t) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(t.text.c_str(), &end, 10);
+    if (errno == ERANGE || end == t.text.c_str() || *end != '\0')
+      throw Error(t.line, "the integer " + t.text.substr(0, 40) + (t.text.size() > 40 ? "..." : "") +
+                              " is out of range");
+    return static_cast<int64_t>(v);
+  }
+
   // Expressions separated by commas form a tuple (a list here).
   ExprPtr parse_tuple(bool with_condition = true) {
     const int line = peek().line;
@@ -445,11 +458,7 @@ class Parser {
       case Type::kInt: {
         next();
         auto e = node(Expr::Kind::kLiteral, t.line);
-        try {
-          e->value = Value(static_cast<int64_t>(std::stoll(t.text)));
-        } catch (const std::exception&) {
-          throw Error(t.line, "the integer " + t.text + " is out of range");
-        }
+        e->value = Value(integer_literal(t));
         return e;
       }
       case Type::kFloat: {
@@ -510,7 +519,7 @@ class Parser {
           // x.0 is x[0]
           a->kind = Expr::Kind::kGetItem;
           auto index = node(Expr::Kind::kLiteral, line);
-          index->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+          index->value = Value(integer_literal(next()));
           a->args.push_back(std::move(e));
           a->args.push_back(std::move(index));
         } else {

@@ -47,6 +47,9 @@ TEST(JinjaLimits, HugeValuesAreRefused) {
   EXPECT_FALSE(render_status("{{ 9223372036854775807 + 1 }}").is_ok());
   EXPECT_FALSE(render_status("{{ 2 ** 64 }}").is_ok());
   EXPECT_FALSE(render_status("{{ 99999999999999999999 }}").is_ok());
+  // Found by fuzz/chat_template_fuzz.cpp: an index beyond int64 after '.' threw out of the parser.
+  EXPECT_FALSE(render_status("{{ 'aaa'.1111111111111111111111111111 }}").is_ok());
+  EXPECT_TRUE(render_status("{{ [{'a': 1}] | map(attribute='0000000000000000000000000000') | list }}").is_ok());
   TemplateOptions o;
   o.max_output_bytes = 1000;
   const Status s = render_status("{% for i in range(1000) %}0123456789{% endfor %}", o);
