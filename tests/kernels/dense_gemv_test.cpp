@@ -71,11 +71,41 @@ TEST(DenseGemv, EveryIsaMatchesFloat64Oracle) {
     const DenseGemvKernels& k = dense_gemv_kernels(isa);
     for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{
-               {1, 1}, {1, 300}, {37, 1}, {5, 15}, {9, 16}, {7, 17}, {67, 129}, {33, 1000}, {130, 64}}) {
+               {1, 1}, {1, 300}, {37, 1}, {5, 15}, {9, 16}, {7, 17}, {67, 129}, {33, 1000}, {130, 64},
+               {9, 2048}, {6, 2053}}) {
         for (uint32_t batch : {1u, 2u, 3u, 4u, 5u, 8u, 17u, 64u}) {
           check_dense(k, type, rows, cols, batch, (seed % 2) ? &pool : nullptr, seed);
           ++seed;
         }
+      }
+    }
+  }
+}
+
+// Serving relies on it: a token's output is the same bits whatever batch it is
+// computed in (batched requests equal each request run alone), for every ISA,
+// dtype, tile tail and the AVX2 bf16 kernel's widened batch path.
+TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
+  uint64_t seed = 500;
+  for (Isa isa : testing::supported_isas()) {
+    const DenseGemvKernels& k = dense_gemv_kernels(isa);
+    for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
+      for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 17}, {13, 256}, {9, 2048}, {5, 2061}}) {
+        const DenseData d = random_weights(rows, cols, cols, seed);
+        const DenseMatrixView w = type == DenseType::kF32 ? DenseMatrixView::f32(d.wf.data(), rows, cols)
+                                                          : DenseMatrixView::bf16(d.wb.data(), rows, cols);
+        for (uint32_t batch : {2u, 3u, 4u, 5u, 8u, 17u, 64u}) {
+          const std::vector<float> x = testing::random_activations(batch, cols, cols, seed + batch);
+          std::vector<float> together(batch * rows), alone(rows);
+          ASSERT_TRUE(gemm_dense(k, w, x.data(), cols, batch, OutputView{together.data(), rows}, nullptr).is_ok());
+          for (uint32_t t = 0; t < batch; ++t) {
+            ASSERT_TRUE(gemm_dense(k, w, x.data() + t * cols, cols, 1, OutputView{alone.data(), rows}, nullptr).is_ok());
+            for (uint32_t r = 0; r < rows; ++r)
+              ASSERT_EQ(together[t * rows + r], alone[r]) << dense_kernel_name(k, type) << " " << rows << "x" << cols
+                                                          << " batch " << batch << " token " << t << " row " << r;
+          }
+        }
+        ++seed;
       }
     }
   }
