@@ -6,7 +6,10 @@
 // template keyword arguments, byte for byte, refusals included.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <map>
 #include <sstream>
 
@@ -76,6 +79,31 @@ TEST(ChatTemplate, RealTemplatesRenderAsTransformersDoes) {
                            "deepseek-v3.1", "default-moe"})
     EXPECT_GE(rendered_per_template[name], 10) << name;
   EXPECT_GT(refused, 5);  // Mixtral refuses system messages and non-alternating roles
+}
+
+// The HTTP threads render one shared template at once (the ThreadSanitizer pass
+// runs this too): each render is independent and equals the one made alone.
+TEST(ChatTemplate, ConcurrentRendersOfOneTemplateAgree) {
+  Result<ChatTemplate> t = load_case_template("qwen3-moe");
+  ASSERT_TRUE(t.is_ok());
+  ChatTemplateInput input;
+  input.messages = ordered_json::parse(
+      R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+          {"role": "assistant", "content": "<think>\nok\n</think>\n\nHello"}, {"role": "user", "content": "Again"}])");
+  input.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])");
+  Result<std::string> alone = t->render(input);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        Result<std::string> out = t->render(input);
+        if (!out.is_ok() || *out != *alone) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(ChatTemplate, MessagesAreCheckedAndNormalized) {
