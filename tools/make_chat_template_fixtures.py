@@ -19,6 +19,7 @@ The C++ tests (tests/jinja/*, tests/serve/chat_template_test.cpp) render the sam
 inputs and compare byte for byte. Nothing here is downloaded: the templates are
 the files committed beside cases.json.
 """
+import datetime
 import json
 import pathlib
 import sys
@@ -40,6 +41,8 @@ MODELS = {
     "olmoe-instruct": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
     "deepseek-r1": {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"},
     "deepseek-v3.1": {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"},
+    "gpt-oss": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+    "kimi-k2-instruct": {"bos_token": "[BOS]", "eos_token": "[EOS]"},
     "default-moe": {"bos_token": None, "eos_token": "<|endoftext|>"},
 }
 
@@ -293,7 +296,9 @@ def write(path, payload):
 
 def main():
     generator = f"transformers {transformers.__version__}, jinja2 {jinja2.__version__}"
-    write(TEMPLATES / "cases.json", {"generator": generator, "cases": chat_cases()})
+    # gpt-oss prints strftime_now("%Y-%m-%d"); the test puts its own day in place of this one.
+    today = datetime.datetime.now().strftime("%Y-%m-%d")
+    write(TEMPLATES / "cases.json", {"generator": generator, "strftime_date": today, "cases": chat_cases()})
     write(JINJA / "cases.json", {"generator": generator, "cases": engine_cases()})
 
 

@@ -1,12 +1,13 @@
 // The chat templates of real MoE models rendered by submoe against transformers'
 // apply_chat_template (tests/fixtures/chat_templates/cases.json, made by
 // tools/make_chat_template_fixtures.py): Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE,
-// DeepSeek-R1 and DeepSeek-V3.1 (the deepseek_v3 architecture) and the embedded
-// model, over ten conversations with and without the generation prompt, tools and
+// DeepSeek-R1, DeepSeek-V3.1 and Kimi-K2-Instruct (the deepseek_v3 architecture),
+// GPT-OSS and the embedded model, over ten conversations with and without the generation prompt, tools and
 // template keyword arguments, byte for byte, refusals included.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <ctime>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -41,6 +42,18 @@ Result<ChatTemplate> load_case_template(const std::string& name) {
   return std::move(**m);
 }
 
+// gpt-oss prints strftime_now("%Y-%m-%d"): the golden holds the day it was made.
+std::string with_today(std::string expected, const std::string& generated_on) {
+  char today[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(today, sizeof(today), "%Y-%m-%d", &local);
+  for (size_t at = expected.find(generated_on); at != std::string::npos; at = expected.find(generated_on, at + 1))
+    expected.replace(at, generated_on.size(), today);
+  return expected;
+}
+
 TEST(ChatTemplate, RealTemplatesRenderAsTransformersDoes) {
   const ordered_json fixture = ordered_json::parse(read("tests/fixtures/chat_templates/cases.json"));
   std::map<std::string, int> rendered_per_template;
@@ -62,7 +75,7 @@ TEST(ChatTemplate, RealTemplatesRenderAsTransformersDoes) {
     Result<std::string> out = t->render(input, &was_refused);
     if (c.contains("expected")) {
       ASSERT_TRUE(out.is_ok()) << out.status().message();
-      EXPECT_EQ(*out, c["expected"].get<std::string>());
+      EXPECT_EQ(*out, with_today(c["expected"].get<std::string>(), fixture["strftime_date"].get<std::string>()));
       ++rendered_per_template[name];
     } else {
       ASSERT_FALSE(out.is_ok()) << "transformers failed (" << c["error"].get<std::string>() << "), submoe rendered "
@@ -76,7 +89,7 @@ TEST(ChatTemplate, RealTemplatesRenderAsTransformersDoes) {
     }
   }
   for (const char* name : {"mixtral-8x7b-instruct", "qwen2-moe", "qwen3-moe", "olmoe-instruct", "deepseek-r1",
-                           "deepseek-v3.1", "default-moe"})
+                           "deepseek-v3.1", "gpt-oss", "kimi-k2-instruct", "default-moe"})
     EXPECT_GE(rendered_per_template[name], 10) << name;
   EXPECT_GT(refused, 5);  // Mixtral refuses system messages and non-alternating roles
 }
