@@ -16,6 +16,7 @@
 #include "submoe/serve/metrics.h"
 #include "submoe/serve/openai_protocol.h"
 #include "submoe/serve/web_assets.h"
+#include "serve/connection_watch.h"
 
 namespace submoe::serve {
 namespace {
@@ -264,7 +265,7 @@ struct HttpServer::Impl {
                                             {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
     };
     shape.whole = shape.chunk;
-    generate(res, s, std::move(prompt), r, std::move(shape), "prompt");
+    generate(req, res, s, std::move(prompt), r, std::move(shape), "prompt");
   }
 
   void chat(const httplib::Request& req, httplib::Response& res) {
@@ -327,7 +328,7 @@ struct HttpServer::Impl {
                                                            {"delta", {{"role", "assistant"}, {"content", ""}}},
                                                            {"logprobs", nullptr},
                                                            {"finish_reason", nullptr}});
-    generate(res, s, std::move(prompt).value(), r, std::move(shape), "messages");
+    generate(req, res, s, std::move(prompt).value(), r, std::move(shape), "messages");
   }
 
   // How a route's responses look: `chunk` a streamed piece of text (finish null)
@@ -342,17 +343,43 @@ struct HttpServer::Impl {
   // Submits the prompt and answers with the whole completion or a stream of
   // server-sent events (data: [DONE] last; with include_usage a final chunk of
   // usage and no choices, and "usage": null on the others).
-  void generate(httplib::Response& res, Scheduler* s, std::vector<int32_t> prompt, const SamplingRequest& r,
-                ResponseShape shape, const char* prompt_param) {
+  void generate(const httplib::Request& req, httplib::Response& res, Scheduler* s, std::vector<int32_t> prompt,
+                const SamplingRequest& r, ResponseShape shape, const char* prompt_param) {
     Result<std::shared_ptr<RequestStream>> submitted = s->submit(std::move(prompt), r.params);
     if (!submitted.is_ok())
       return send_error(res, http_status_of(submitted.status()), submitted.status().message(),
                         submitted.status().code() == ErrorCode::kInvalidArgument ? prompt_param : "");
     std::shared_ptr<RequestStream> stream = std::move(submitted).value();
     if (!r.stream) {
-      const RequestUpdate u = stream->wait();
+      // Waits for the whole answer, watching the connection: a client that has
+      // gone cancels its generation as a streaming one does.
+      const int fd = find_client_socket(req.remote_addr, req.remote_port);
+      RequestUpdate u;
+      std::string text;
+      bool gone = false;
+      auto next_check = std::chrono::steady_clock::now();
+      for (;;) {
+        RequestUpdate part = stream->poll(std::chrono::milliseconds(100));
+        text += part.text;
+        if (part.done) {
+          u = std::move(part);
+          break;
+        }
+        // Text arrives with every token, so the connection is looked at by the
+        // clock (every 100 ms), not only when the wait times out.
+        const auto now = std::chrono::steady_clock::now();
+        if (!gone && fd >= 0 && now >= next_check) {
+          next_check = now + std::chrono::milliseconds(100);
+          if (serve::client_gone(fd)) {
+            gone = true;
+            stream->cancel();
+          }
+        }
+      }
+      u.text = std::move(text);
       if (u.reason == FinishReason::kError) return send_error(res, http_status_of(u.error), u.error.message());
-      if (u.reason == FinishReason::kCancelled) return send_error(res, 503, "the server is shutting down");
+      if (u.reason == FinishReason::kCancelled)
+        return send_error(res, 503, gone ? "the client disconnected" : "the server is shutting down");
       json j = shape.whole(u.text, openai_finish_reason(u.reason));
       j["usage"] = usage_json({u.prompt_tokens, u.completion_tokens});
       return send_json(res, j);

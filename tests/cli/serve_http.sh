@@ -4,7 +4,8 @@
 # chunk, data: [DONE]) or not; OpenAI error objects for malformed JSON, unknown
 # fields, wrong types, prompts beyond the context, bodies too large, unknown
 # routes; the API key; a full queue answers 503; a client that disconnects
-# mid-stream cancels its generation; a client that stops reading does not hold up
+# mid-stream or while waiting for a whole answer cancels its generation; a
+# client that stops reading does not hold up
 # the others; 32 concurrent clients each get exactly the
 # text of their request run alone (tools/serve_load.py --check), on the embedded
 # model and on an artifact paged through a small expert cache; SIGTERM exits 0.
@@ -89,7 +90,26 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ "${cancelled:-0}" = 1 ] && ok "disconnected stream cancelled" || fail "cancelled count ${cancelled:-none}"
-expect 200 "served after the disconnect" "$(http POST /v1/completions '{"prompt":"x","max_tokens":2}')" '"usage"'
+expect 200 "served after the disconnect" "$(http POST /v1/completions '{"prompt":"x","max_tokens":1}')" '"usage"'
+
+# The same for a client waiting on a non-streaming completion (and a chat one).
+for route in completions chat/completions; do
+  case $route in
+    completions) body='{"prompt":"x","max_tokens":1500,"temperature":0,"ignore_eos":true}' ;;
+    *) body='{"messages":[{"role":"user","content":"x"}],"max_tokens":1500,"temperature":0,"ignore_eos":true}' ;;
+  esac
+  before=$(curl -s "$url/metrics" | sed -n 's/^submoe_requests_finished_total{reason="cancelled"} //p')
+  curl -s --max-time 1 -H 'Content-Type: application/json' --data-binary "$body" "$url/v1/$route" >/dev/null || true
+  after=$before
+  for _ in $(seq 1 100); do
+    after=$(curl -s "$url/metrics" | sed -n 's/^submoe_requests_finished_total{reason="cancelled"} //p')
+    [ "${after:-0}" != "${before:-0}" ] && break
+    sleep 0.1
+  done
+  [ "${after:-0}" = "$(( ${before:-0} + 1 ))" ] && ok "disconnected non-streaming /v1/$route cancelled" ||
+    fail "non-streaming /v1/$route: cancelled count ${before:-none} -> ${after:-none}"
+done
+expect 200 "served after the disconnects" "$(http POST /v1/completions '{"prompt":"x","max_tokens":2}')" '"usage"'
 
 # A client that reads nothing for 2 s while its 1500-token stream is generated:
 # short requests of others are answered meanwhile, and its stream arrives whole.
