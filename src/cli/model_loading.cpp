@@ -44,4 +44,11 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
       ->capture_default_str();
 }
 
+void add_chat_template_flag(CLI::App* cmd, ModelFlags* f) {
+  cmd->add_option("--chat-template", f->chat_template,
+                  "Jinja chat template file (a .jinja text, or a .json with 'chat_template') instead of the\n"
+                  "model's chat_template.jinja / tokenizer_config.json chat_template")
+      ->check(CLI::ExistingFile);
+}
+
 }  // namespace submoe::cli

@@ -17,6 +17,10 @@ using serve::offload_summary;
 // (--model is added by each command).
 void add_model_flags(CLI::App* cmd, ModelFlags* flags);
 
+// Adds --chat-template FILE (run and serve): a Jinja chat template instead of
+// the model's own.
+void add_chat_template_flag(CLI::App* cmd, ModelFlags* flags);
+
 inline Result<LoadedModel> load_model_for_command(const ModelFlags& flags) { return serve::load_model(flags); }
 
 }  // namespace submoe::cli

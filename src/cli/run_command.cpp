@@ -45,6 +45,8 @@ struct RunOptions {
   bool prompt_given = false;  // --prompt was on the command line (it may be "")
   bool profile = false;
   bool lossy_text = false;
+  bool chat = false;
+  std::string system;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -72,9 +74,23 @@ Status run(const RunOptions& o) {
   // The model's context (max_position_embeddings; 0 when config.json has none):
   // a prompt beyond it is refused, generation stops when it is full, unless
   // --allow-long-context.
-  SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                          engine->encode_prompt(prompt, o.allow_long_context,
-                                                "; pass --allow-long-context to run it anyway"));
+  std::vector<int32_t> ids;
+  if (o.chat) {
+    // As /v1/chat/completions: the prompt is one user message (after --system),
+    // rendered by the chat template with the generation prompt.
+    const serve::ChatTemplate* t = engine->chat_template();
+    if (!t) return engine->chat_template_status().with_context("--chat");
+    serve::ChatTemplateInput input;
+    if (!o.system.empty()) input.messages.push_back({{"role", "system"}, {"content", o.system}});
+    input.messages.push_back({{"role", "user"}, {"content", prompt}});
+    SUBMOE_ASSIGN_OR_RETURN(const std::string rendered, t->render(input));
+    SUBMOE_ASSIGN_OR_RETURN(ids, engine->encode_chat_prompt(rendered, o.allow_long_context,
+                                                            "; pass --allow-long-context to run it anyway"));
+  } else {
+    if (!o.system.empty()) return invalid_argument("--system needs --chat");
+    SUBMOE_ASSIGN_OR_RETURN(ids, engine->encode_prompt(prompt, o.allow_long_context,
+                                                       "; pass --allow-long-context to run it anyway"));
+  }
   serve::Sequence sequence(*engine, ids, params);
 
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
@@ -189,6 +205,11 @@ void setup_run(CLI::App& root) {
   auto* prompt = cmd->add_option("--prompt", o->prompt, "prompt text");
   cmd->add_option("--prompt-file", o->prompt_file, "read the prompt from this UTF-8 text file (instead of --prompt)")
       ->excludes(prompt);
+  cmd->add_flag("--chat", o->chat,
+                "send the prompt as one user message through the model's chat template (as\n"
+                "/v1/chat/completions does; the template's special tokens become their ids)");
+  cmd->add_option("--system", o->system, "with --chat: a system message before the prompt");
+  add_chat_template_flag(cmd, &o->m);
   cmd->add_flag("--lossy-text", o->lossy_text,
                 "read a --prompt-file that is not valid UTF-8, each bad byte as U+FFFD (default: an error)");
   cmd->add_option("--prefill-chunk", o->prefill_chunk,

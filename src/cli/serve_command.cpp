@@ -155,10 +155,7 @@ void setup_serve(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "worker threads of the forward pass; 0 = all hardware threads")
       ->capture_default_str()
       ->check(thread_count(true));
-  cmd->add_option("--chat-template", o->m.chat_template,
-                  "Jinja chat template file for /v1/chat/completions (a .jinja text, or a .json with\n"
-                  "'chat_template'), instead of the model's chat_template.jinja / tokenizer_config.json")
-      ->check(CLI::ExistingFile);
+  add_chat_template_flag(cmd, &o->m);
   cmd->add_option("--http-threads", o->server.http_threads, "connections served at once (each stream holds one)")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "request bodies beyond this many MiB get 413")->capture_default_str();

@@ -134,8 +134,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const LoadOptions& options) {
     e->chat_template_ = std::move(own).value();
     if (!e->chat_template_)
       e->chat_template_status_ = not_found("the model has no chat template (tokenizer_config.json has no chat_template "
-                                           "and there is no chat_template.jinja); start the server with "
-                                           "--chat-template FILE, or use /v1/completions");
+                                           "and there is no chat_template.jinja); give one with --chat-template FILE");
   } else {
     // Generation without chat stays available; the chat route reports this.
     e->chat_template_status_ = own.status();
@@ -144,10 +143,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const LoadOptions& options) {
   return e;
 }
 
-Result<std::vector<int32_t>> Engine::encode_chat_prompt(std::string_view rendered, bool allow_long_context) const {
+Result<std::vector<int32_t>> Engine::encode_chat_prompt(std::string_view rendered, bool allow_long_context,
+                                                        std::string_view context_hint) const {
   SUBMOE_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer_.encode_lossless(rendered, /*add_special_tokens=*/false));
   if (ids.empty()) return invalid_argument("the chat template rendered an empty prompt");
-  SUBMOE_RETURN_IF_ERROR(check_prompt(ids, allow_long_context));
+  SUBMOE_RETURN_IF_ERROR(check_prompt(ids, allow_long_context, context_hint));
   return ids;
 }
 

@@ -7,7 +7,8 @@
 # chunk, a usage chunk and data: [DONE]; text content parts, chat_template_kwargs;
 # OpenAI errors for bad messages and refused fields; --chat-template FILE (a
 # Mixtral template refusing a system message: the template's own message, 400);
-# a model without a chat template answers 400 naming --chat-template, and
+# `run --chat` renders the same prompt; a model without a chat template answers
+# 400 naming --chat-template, and
 # /v1/completions still works there; a template the engine cannot parse is
 # refused at start-up when given by --chat-template.
 #   usage: serve_chat.sh SUBMOE_BINARY SOURCE_DIR
@@ -44,6 +45,11 @@ got=$(json_field 'd["choices"][0]["message"]["content"]' <<<"${r#* }")
 [ "$got" = "$want" ] && ok "chat content equals the completion of the rendered prompt" || fail "chat '$got' != '$want'"
 shape=$(json_field 'd["choices"][0]["message"]["role"], d["choices"][0]["finish_reason"], d["usage"]["prompt_tokens"], d["usage"]["completion_tokens"]' <<<"${r#* }")
 [ "$shape" = "assistant length $want_prompt_tokens 16" ] && ok "role, finish_reason, usage ($shape)" || fail "shape: $shape"
+
+# `submoe run --chat --system` renders the same conversation: the same text.
+ran=$("$bin" run --model "$model" --chat --system "You are a helpful assistant." --prompt "What is 2+2?" -n 16 \
+  --ignore-eos --threads 2 --json 2>/dev/null | json_field 'd["text"]')
+[ "$ran" = "$want" ] && ok "run --chat equals the chat completion" || fail "run --chat '$ran' != '$want'"
 
 # Streaming: role first, then deltas with the same text, finish, usage, [DONE].
 curl -s -N -H 'Content-Type: application/json' --data-binary \
@@ -115,6 +121,12 @@ expect 400 "no chat template" "$(http POST /v1/chat/completions '{"messages":[{"
   '"chat_template_unavailable"'
 expect 200 "completions without a chat template" "$(http POST /v1/completions '{"prompt":"Hi","max_tokens":2}')" '"text_completion"'
 stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
+
+# run --chat without a template, --system without --chat.
+out=$("$bin" run --model "$work/plain" --chat --prompt Hi -n 1 2>&1) && fail "run --chat without a template accepted" ||
+  { grep -q -- "--chat: the model has no chat template" <<<"$out" && ok "run --chat without a template refused" || fail "message: $out"; }
+out=$("$bin" run --model "$model" --system x --prompt Hi -n 1 2>&1) && fail "--system without --chat accepted" ||
+  { grep -q -- "--system needs --chat" <<<"$out" && ok "--system without --chat refused" || fail "message: $out"; }
 
 # Unusable --chat-template files are refused before serving.
 printf '{%% for m in messages %%}{{ m.content | no_such_filter }}{%% endfor %%}' >"$work/bad.jinja"

@@ -84,7 +84,8 @@ class Engine {
   // Token ids of a rendered chat prompt: special tokens in the text (<|im_start|>,
   // the BOS the template wrote) become their ids and nothing is added, as
   // apply_chat_template(tokenize=True) does; then the checks of encode_prompt.
-  Result<std::vector<int32_t>> encode_chat_prompt(std::string_view rendered, bool allow_long_context) const;
+  Result<std::vector<int32_t>> encode_chat_prompt(std::string_view rendered, bool allow_long_context,
+                                                  std::string_view context_hint = {}) const;
   // The same checks for prompt token ids given directly (ids within the
   // vocabulary). `context_hint` is appended to the message of a prompt beyond the
   // context (e.g. the flag that lifts the bound).
