@@ -11,7 +11,8 @@ loopcontrols, transformers' tojson, raise_exception, namespace, dict).
 Writes
   tests/fixtures/chat_templates/cases.json  the real templates (one .jinja file per
       model beside it, sources in README.md there) x conversations x
-      add_generation_prompt, with the rendered prompt or the template's error;
+      add_generation_prompt, with the rendered prompt or the template's error (and,
+      for the embedded model, apply_chat_template(tokenize=True)'s token ids);
   tests/fixtures/jinja/cases.json           small templates exercising each construct
       and filter of the subset, with their output or the fact that jinja2 fails.
 
@@ -154,6 +155,9 @@ def load_template(model):
 
 
 def chat_cases():
+    # The embedded model's cases also record apply_chat_template(tokenize=True)'s
+    # ids: the rendered prompt tokenized with its special tokens and nothing added.
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(ROOT / "models" / "default-moe"))
     cases = []
     for model, tokens in MODELS.items():
         template = load_template(model)
@@ -167,6 +171,10 @@ def chat_cases():
                 "tools": [WEATHER_TOOL] if tools else None,
             }
             case.update(render_chat(template, CONVERSATIONS[conv], agp, tokens, extra, tools))
+            if model == "default-moe" and "expected" in case:
+                enc = tokenizer.apply_chat_template(CONVERSATIONS[conv], tools=[WEATHER_TOOL] if tools else None,
+                                                    add_generation_prompt=agp, tokenize=True, **extra)
+                case["expected_ids"] = list(enc["input_ids"] if hasattr(enc, "keys") else enc)
             cases.append(case)
     return cases
 

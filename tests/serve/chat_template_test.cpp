@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "submoe/io/file_util.h"
+#include "submoe/io/tokenizer.h"
 #include "submoe/serve/chat_template.h"
 
 namespace submoe::serve {
@@ -117,6 +118,33 @@ TEST(ChatTemplate, ConcurrentRendersOfOneTemplateAgree) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+// The embedded model end to end as apply_chat_template(tokenize=True): the
+// rendered prompt tokenized with its special tokens parsed and nothing added.
+TEST(ChatTemplate, EmbeddedModelPromptIdsMatchTransformers) {
+  const ordered_json fixture = ordered_json::parse(read("tests/fixtures/chat_templates/cases.json"));
+  Result<io::Tokenizer> tokenizer = io::Tokenizer::load(source_path("models/default-moe"));
+  ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().message();
+  Result<ChatTemplate> t = load_case_template("default-moe");
+  ASSERT_TRUE(t.is_ok());
+  int checked = 0;
+  for (const auto& c : fixture["cases"]) {
+    if (!c.contains("expected_ids")) continue;
+    SCOPED_TRACE(c["conversation"].get<std::string>());
+    ChatTemplateInput input;
+    input.messages = c["messages"];
+    input.tools = c["tools"];
+    input.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+    input.template_kwargs = c["variables"];
+    Result<std::string> rendered = t->render(input);
+    ASSERT_TRUE(rendered.is_ok()) << rendered.status().message();
+    Result<std::vector<int32_t>> ids = tokenizer->encode_lossless(*rendered, /*add_special_tokens=*/false);
+    ASSERT_TRUE(ids.is_ok()) << ids.status().message();
+    EXPECT_EQ(*ids, c["expected_ids"].get<std::vector<int32_t>>());
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
 }
 
 TEST(ChatTemplate, MessagesAreCheckedAndNormalized) {
