@@ -37,7 +37,12 @@ struct BenchServeOptions {
 struct RoundResult {
   double wall_seconds = 0;
   int64_t completion_tokens = 0;
+  // Decode only: the tokens after each request's first, over the time from the
+  // last first token to the end (all requests are submitted together).
+  int64_t decode_tokens = 0;
+  double decode_seconds = 0;
   double aggregate() const { return wall_seconds > 0 ? static_cast<double>(completion_tokens) / wall_seconds : 0; }
+  double decode() const { return decode_seconds > 0 ? static_cast<double>(decode_tokens) / decode_seconds : 0; }
 };
 
 // One round: `streams` requests submitted at once, each with its own prompt
@@ -65,12 +70,17 @@ Result<RoundResult> run_round(const serve::Engine& engine, ThreadPool* pool, int
     requests.push_back(std::move(r));
   }
   RoundResult out;
+  double last_first_token = 0, last_end = 0;
   for (auto& r : requests) {
     const serve::RequestUpdate u = r->wait();
     if (u.reason == serve::FinishReason::kError) return u.error;
     out.completion_tokens += u.completion_tokens;
+    out.decode_tokens += std::max(0, u.completion_tokens - 1);
+    last_first_token = std::max(last_first_token, u.first_token_seconds);
+    last_end = std::max(last_end, u.total_seconds);
   }
   out.wall_seconds = seconds_since(t0);
+  out.decode_seconds = last_end - last_first_token;
   return out;
 }
 
@@ -95,15 +105,16 @@ Status bench_serve(const BenchServeOptions& o) {
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine, serve::Engine::load(o.m));
   ThreadPool pool(o.threads > 0 ? o.threads : hardware_threads());
   // rounds x counts, interleaved so drift (frequency, page cache) hits every count alike.
-  std::vector<std::vector<double>> rates(counts.size());
+  std::vector<std::vector<double>> rates(counts.size()), decode_rates(counts.size());
   SUBMOE_ASSIGN_OR_RETURN(RoundResult warm, run_round(*engine, &pool, counts[0], o, -1));
   (void)warm;
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t c = 0; c < counts.size(); ++c) {
       SUBMOE_ASSIGN_OR_RETURN(RoundResult res, run_round(*engine, &pool, counts[c], o, r));
       rates[c].push_back(res.aggregate());
-      std::fprintf(stderr, "[bench serve] round %d/%d: %d streams %.1f tok/s\n", r + 1, o.rounds, counts[c],
-                   res.aggregate());
+      decode_rates[c].push_back(res.decode());
+      std::fprintf(stderr, "[bench serve] round %d/%d: %d streams %.1f tok/s (decode %.1f)\n", r + 1, o.rounds,
+                   counts[c], res.aggregate(), res.decode());
     }
   }
   auto median = [](std::vector<double> v) {
@@ -111,18 +122,24 @@ Status bench_serve(const BenchServeOptions& o) {
     return v[v.size() / 2];
   };
   const double base = median(rates[0]);
+  const double decode_base = median(decode_rates[0]);
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
-    std::printf("%-8s %14s %14s %10s   (%d new tokens after %d prompt tokens, median of %d rounds%s)\n", "streams",
-                "aggregate t/s", "per stream t/s", "vs first", o.tokens, o.prompt_tokens, o.rounds,
-                offload_summary(engine->loaded()).c_str());
+    std::printf("%-8s %14s %14s %10s %14s %10s   (%d new tokens after %d prompt tokens, median of %d rounds%s)\n",
+                "streams", "aggregate t/s", "per stream t/s", "vs first", "decode t/s", "vs first", o.tokens,
+                o.prompt_tokens, o.rounds, offload_summary(engine->loaded()).c_str());
   for (size_t c = 0; c < counts.size(); ++c) {
     const double m = median(rates[c]);
+    const double d = median(decode_rates[c]);
     rows.push_back({{"streams", counts[c]},
                     {"aggregate_tokens_per_s", m},
                     {"per_stream_tokens_per_s", m / counts[c]},
-                    {"ratio_vs_first", base > 0 ? m / base : 0}});
-    if (!o.json) std::printf("%-8d %14.1f %14.1f %9.2fx\n", counts[c], m, m / counts[c], base > 0 ? m / base : 0);
+                    {"ratio_vs_first", base > 0 ? m / base : 0},
+                    {"decode_tokens_per_s", d},
+                    {"decode_ratio_vs_first", decode_base > 0 ? d / decode_base : 0}});
+    if (!o.json)
+      std::printf("%-8d %14.1f %14.1f %9.2fx %14.1f %9.2fx\n", counts[c], m, m / counts[c], base > 0 ? m / base : 0, d,
+                  decode_base > 0 ? d / decode_base : 0);
   }
   if (o.json) {
     nlohmann::json j = {{"model", o.m.model},   {"tokens", o.tokens},   {"prompt_tokens", o.prompt_tokens},
@@ -142,7 +159,9 @@ void setup_bench_serve(CLI::App& bench) {
       "Continuous batching in process: for each count in --streams, that many concurrent greedy\n"
       "requests (distinct prompts, EOS ignored) through serve::Scheduler with --max-batch equal to\n"
       "the count; prints the median aggregate completion tokens/s over --rounds interleaved rounds\n"
-      "and the ratio to the first count (wall time from submit to the last token, prefill included).\n"
+      "and the ratio to the first count (wall time from submit to the last token, prefill included),\n"
+      "and decode alone: the tokens after each request's first over the time from the last first\n"
+      "token to the end.\n"
       "No HTTP and no client share the cores (tools/serve_load.py measures over loopback).");
   cmd->add_option("--model", o->m.model, "checkpoint or artifact directory")->required();
   cmd->add_option("--streams", o->streams, "comma-separated concurrent request counts")->capture_default_str();

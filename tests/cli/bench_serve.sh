@@ -14,7 +14,8 @@ import json, sys
 j = json.loads(sys.argv[1])
 rows = j["results"]
 assert [r["streams"] for r in rows] == [1, 2], rows
-assert rows[0]["ratio_vs_first"] == 1.0, rows
+assert rows[0]["ratio_vs_first"] == 1.0 and rows[0]["decode_ratio_vs_first"] == 1.0, rows
+assert all(r["decode_tokens_per_s"] > 0 for r in rows), rows
 assert all(r["aggregate_tokens_per_s"] > 0 for r in rows), rows
 assert abs(rows[1]["per_stream_tokens_per_s"] * 2 - rows[1]["aggregate_tokens_per_s"]) < 1e-6, rows
 assert j["tokens"] == 4 and j["offload"] is None, j
