@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "jinja/error.h"
-#include "jinja/utf8.h"
+#include "io/unicode_utf8.h"
 
 namespace submoe::jinja {
 namespace {
@@ -322,7 +322,7 @@ class Lexer {
             ++i;
           }
           if (cp > 0x10FFFF) throw Error(line_, "a \\U escape beyond U+10FFFF in a string literal");
-          append_utf8(cp, &value);
+          io::utf8_append(value, static_cast<char32_t>(cp));
           break;
         }
         case 'N': throw Error(line_, "\\N{...} escapes are not supported in string literals");
@@ -331,7 +331,7 @@ class Lexer {
             uint32_t cp = static_cast<uint32_t>(e - '0');
             for (int k = 0; k < 2 && i < s_.size() && s_[i] >= '0' && s_[i] <= '7'; ++k, ++i)
               cp = cp * 8 + static_cast<uint32_t>(s_[i] - '0');
-            append_utf8(cp, &value);
+            io::utf8_append(value, static_cast<char32_t>(cp));
           } else {
             value.push_back('\\');  // Python keeps unknown escapes as written
             value.push_back(e);

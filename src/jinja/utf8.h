@@ -1,5 +1,7 @@
-// UTF-8 helpers: Python indexes, slices and measures strings by code point, so
-// the template engine does too.
+// Code-point positions: Python indexes, slices and measures strings by code
+// point, so the template engine does too. Unlike io/unicode_utf8.h's decoder
+// (valid text only), this tolerates any bytes: a template file may hold invalid
+// UTF-8. Encoding a code point is io::utf8_append.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +10,6 @@
 #include <vector>
 
 namespace submoe::jinja {
-
-inline void append_utf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Byte offsets of each code point's start, plus s.size() at the end. A byte that
 // starts no valid sequence counts as one code point of its own.
