@@ -8,22 +8,14 @@
 #include "submoe/io/file_util.h"
 
 namespace submoe::io {
-namespace {
-
-// bos_token / eos_token of tokenizer_config.json: a string, or an object with
-// "content" (older transformers), or null.
-std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
-  const auto it = config.find(key);
-  if (it == config.end()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object()) {
-    const auto c = it->find("content");
-    if (c != it->end() && c->is_string()) return c->get<std::string>();
+std::optional<std::string> tokenizer_config_token(const nlohmann::json& entry) {
+  if (entry.is_string()) return entry.get<std::string>();
+  if (entry.is_object()) {
+    const auto c = entry.find("content");
+    if (c != entry.end() && c->is_string()) return c->get<std::string>();
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 Result<Tokenizer> Tokenizer::from_json(std::string_view json, std::string_view origin) {
   SUBMOE_ASSIGN_OR_RETURN(auto data, parse_tokenizer_json(json, origin));
@@ -65,7 +57,8 @@ Result<Tokenizer> Tokenizer::load(const std::string& path) {
     // A named token the vocabulary lacks is an error: generation would stop on
     // the wrong id otherwise.
     for (const auto& [key, slot] : {std::pair{"bos_token", &t.bos_id_}, std::pair{"eos_token", &t.eos_id_}}) {
-      const auto name = config_token(config, key);
+      const auto entry = config.find(key);
+      const auto name = entry == config.end() ? std::nullopt : tokenizer_config_token(*entry);
       if (!name) continue;
       const auto id = t.token_to_id(*name);
       if (!id) {

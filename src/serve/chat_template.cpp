@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "submoe/io/file_util.h"
+#include "submoe/io/tokenizer.h"
 
 namespace submoe::serve {
 namespace {
@@ -11,23 +12,19 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-// The special tokens transformers passes to the template (its special_tokens_map):
-// each a string, or an object with "content" (older tokenizer_config.json files).
-nlohmann::json special_tokens_of(const nlohmann::json& config) {
-  nlohmann::json tokens = nlohmann::json::object();
+// The special tokens transformers passes to the template (its special_tokens_map).
+ordered_json special_tokens_of(const nlohmann::json& config) {
+  ordered_json tokens = ordered_json::object();
   if (!config.is_object()) return tokens;
   for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
     const auto it = config.find(key);
     if (it == config.end()) continue;
-    if (it->is_string()) tokens[key] = *it;
-    if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) tokens[key] = (*it)["content"];
+    if (const auto token = io::tokenizer_config_token(*it)) tokens[key] = *token;
   }
-  if (config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array()) {
-    nlohmann::json extra = nlohmann::json::array();
-    for (const auto& t : config["additional_special_tokens"]) {
-      if (t.is_string()) extra.push_back(t);
-      if (t.is_object() && t.contains("content") && t["content"].is_string()) extra.push_back(t["content"]);
-    }
+  if (const auto it = config.find("additional_special_tokens"); it != config.end() && it->is_array()) {
+    ordered_json extra = ordered_json::array();
+    for (const auto& t : *it)
+      if (const auto token = io::tokenizer_config_token(t)) extra.push_back(*token);
     tokens["additional_special_tokens"] = extra;
   }
   return tokens;
@@ -68,18 +65,18 @@ jinja::Value strftime_function() {
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::from_source(const std::string& source, const std::string& origin,
-                                               const nlohmann::json& special_tokens) {
+                                               const ordered_json& special_tokens) {
   ChatTemplate t;
   SUBMOE_ASSIGN_OR_RETURN(jinja::Template parsed, parse_template(source, origin));
   t.default_ = std::move(parsed);
   t.origin_ = origin;
-  t.special_tokens_ = jinja::Value::from_json(ordered_json::parse(special_tokens.dump())).as_dict();
+  t.special_tokens_ = jinja::Value::from_json(special_tokens).as_dict();
   return t;
 }
 
 Result<std::optional<ChatTemplate>> ChatTemplate::from_model_dir(const std::string& dir) {
   SUBMOE_ASSIGN_OR_RETURN(const nlohmann::json config, read_tokenizer_config(dir));
-  const nlohmann::json tokens = special_tokens_of(config);
+  const ordered_json tokens = special_tokens_of(config);
   const fs::path jinja_file = fs::path(dir) / "chat_template.jinja";
   std::error_code ec;
   if (fs::is_regular_file(jinja_file, ec)) {
@@ -97,7 +94,7 @@ Result<std::optional<ChatTemplate>> ChatTemplate::from_model_dir(const std::stri
   if (!it->is_array()) return corrupt_data(origin + ": chat_template must be a string or a list of named templates");
   ChatTemplate t;
   t.origin_ = origin;
-  t.special_tokens_ = jinja::Value::from_json(ordered_json::parse(tokens.dump())).as_dict();
+  t.special_tokens_ = jinja::Value::from_json(tokens).as_dict();
   for (const auto& entry : *it) {
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("template") ||
         !entry["template"].is_string())

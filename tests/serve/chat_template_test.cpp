@@ -36,7 +36,7 @@ std::string read(const std::string& relative) {
 Result<ChatTemplate> load_case_template(const std::string& name) {
   if (name != "default-moe")
     return ChatTemplate::from_source(read("tests/fixtures/chat_templates/" + name + ".jinja"), name,
-                                     nlohmann::json::object());
+                                     ordered_json::object());
   Result<std::optional<ChatTemplate>> m = ChatTemplate::from_model_dir(source_path("models/default-moe"));
   if (!m.is_ok()) return m.status();
   if (!m->has_value()) return not_found("models/default-moe has no chat template");
@@ -186,7 +186,7 @@ TEST(ChatTemplate, ModelDirectoriesAndFiles) {
   // Errors name the file.
   Result<ChatTemplate> missing = ChatTemplate::from_file("/nonexistent/t.jinja", source_path("models/default-moe"));
   EXPECT_FALSE(missing.is_ok());
-  Result<ChatTemplate> bad = ChatTemplate::from_source("{% if %}", "bad.jinja", nlohmann::json::object());
+  Result<ChatTemplate> bad = ChatTemplate::from_source("{% if %}", "bad.jinja", ordered_json::object());
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("bad.jinja: the chat template cannot be used: line 1"), std::string::npos)
       << bad.status().message();

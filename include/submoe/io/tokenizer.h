@@ -40,6 +40,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "submoe/core/status.h"
 
 namespace submoe::io {
@@ -52,6 +54,11 @@ struct DroppedCharacters {
   size_t count = 0;
   std::string first;  // the first such character (UTF-8)
 };
+
+// One special token of tokenizer_config.json (the value of bos_token, eos_token,
+// an additional_special_tokens entry, ...): a string, or an object with
+// "content" (older transformers); nullopt for null or anything else.
+std::optional<std::string> tokenizer_config_token(const nlohmann::json& entry);
 
 class Tokenizer {
  public:

@@ -34,7 +34,7 @@ class ChatTemplate {
   static Result<ChatTemplate> from_file(const std::string& path, const std::string& model_dir);
   // Source text directly (tests), with the given special tokens.
   static Result<ChatTemplate> from_source(const std::string& source, const std::string& origin,
-                                          const nlohmann::json& special_tokens);
+                                          const nlohmann::ordered_json& special_tokens);
 
   // The prompt text. kInvalidArgument when the template refuses the messages
   // (raise_exception: *refused set, message verbatim) or fails on them ("the chat
