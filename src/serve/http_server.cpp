@@ -72,10 +72,11 @@ struct HttpServer::Impl {
   }
 
   // The parsed body, or an error response sent (false).
-  bool parse_body(const httplib::Request& req, httplib::Response& res, json* out) {
+  // Request bodies keep their key order (openai_protocol.h).
+  bool parse_body(const httplib::Request& req, httplib::Response& res, nlohmann::ordered_json* out) {
     try {
-      *out = json::parse(req.body);
-    } catch (const json::parse_error& e) {
+      *out = nlohmann::ordered_json::parse(req.body);
+    } catch (const nlohmann::ordered_json::parse_error& e) {
       send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
       return false;
     }
@@ -190,7 +191,7 @@ struct HttpServer::Impl {
     const Engine* e;
     Scheduler* s;
     if (!ready(res, &e, &s)) return;
-    json body;
+    nlohmann::ordered_json body;
     if (!parse_body(req, res, &body)) return;
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       return send_error(res, 400, "'content' must be a string", "content");
@@ -208,13 +209,13 @@ struct HttpServer::Impl {
     const Engine* e;
     Scheduler* s;
     if (!ready(res, &e, &s)) return;
-    json body;
+    nlohmann::ordered_json body;
     if (!parse_body(req, res, &body)) return;
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       return send_error(res, 400, "'tokens' must be an array of token ids", "tokens");
     std::vector<int32_t> ids;
     const int64_t vocab = e->model().config().vocab_size;
-    for (const json& t : body["tokens"]) {
+    for (const auto& t : body["tokens"]) {
       const bool in_range = t.is_number_integer() && (t.is_number_unsigned()
                                                           ? t.get<uint64_t>() < static_cast<uint64_t>(vocab)
                                                           : t.get<int64_t>() >= 0 && t.get<int64_t>() < vocab);
@@ -237,7 +238,7 @@ struct HttpServer::Impl {
     const Engine* e;
     Scheduler* s;
     if (!ready(res, &e, &s)) return;
-    json body;
+    nlohmann::ordered_json body;
     if (!parse_body(req, res, &body)) return;
     CompletionRequest r;
     if (auto err = parse_completion_request(body, &r)) return send_error(res, 400, err->message, err->param);
@@ -273,11 +274,7 @@ struct HttpServer::Impl {
     Scheduler* s;
     if (!ready(res, &e, &s)) return;
     nlohmann::ordered_json body;
-    try {
-      body = nlohmann::ordered_json::parse(req.body);
-    } catch (const nlohmann::ordered_json::parse_error& ex) {
-      return send_error(res, 400, std::string("the request body is not valid JSON: ") + ex.what());
-    }
+    if (!parse_body(req, res, &body)) return;
     ChatRequest r;
     if (auto err = parse_chat_request(body, &r)) return send_error(res, 400, err->message, err->param);
     if (!model_matches(r, res)) return;

@@ -10,6 +10,9 @@ namespace submoe::serve {
 namespace {
 
 using nlohmann::json;
+// Request bodies keep their key order (tool schemas reach the chat template as
+// the client wrote them); responses are plain json.
+using Body = nlohmann::ordered_json;
 
 // Joins message parts by appending (GCC 12's -Wrestrict misfires on chains of
 // operator+ over temporaries).
@@ -24,7 +27,7 @@ ProtocolError wrong_type(const std::string& field, const char* want) {
 }
 
 // Reads an optional number field into *out (null or absent keeps the default).
-std::optional<ProtocolError> read_number(const json& body, const char* field, double lo, double hi, double* out) {
+std::optional<ProtocolError> read_number(const Body& body, const char* field, double lo, double hi, double* out) {
   const auto it = body.find(field);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) return wrong_type(field, "a number");
@@ -37,7 +40,7 @@ std::optional<ProtocolError> read_number(const json& body, const char* field, do
   return std::nullopt;
 }
 
-std::optional<ProtocolError> read_int(const json& body, const char* field, int64_t lo, int64_t hi, int64_t* out) {
+std::optional<ProtocolError> read_int(const Body& body, const char* field, int64_t lo, int64_t hi, int64_t* out) {
   const auto it = body.find(field);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) return wrong_type(field, "an integer");
@@ -53,7 +56,7 @@ std::optional<ProtocolError> read_int(const json& body, const char* field, int64
   return std::nullopt;
 }
 
-std::optional<ProtocolError> read_bool(const json& body, const char* field, bool* out) {
+std::optional<ProtocolError> read_bool(const Body& body, const char* field, bool* out) {
   const auto it = body.find(field);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_boolean()) return wrong_type(field, "a boolean");
@@ -61,14 +64,14 @@ std::optional<ProtocolError> read_bool(const json& body, const char* field, bool
   return std::nullopt;
 }
 
-std::optional<ProtocolError> read_stop(const json& body, std::vector<std::string>* out) {
+std::optional<ProtocolError> read_stop(const Body& body, std::vector<std::string>* out) {
   const auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) {
     out->push_back(it->get<std::string>());
   } else if (it->is_array()) {
     if (it->size() > 4) return ProtocolError{"'stop' holds at most 4 strings", "stop"};
-    for (const json& s : *it) {
+    for (const Body& s : *it) {
       if (!s.is_string()) return wrong_type("stop", "a string or an array of strings");
       out->push_back(s.get<std::string>());
     }
@@ -81,8 +84,8 @@ std::optional<ProtocolError> read_stop(const json& body, std::vector<std::string
 }
 
 // A prompt given as token ids: [int, ...].
-std::optional<ProtocolError> read_ids(const json& array, std::vector<int32_t>* out) {
-  for (const json& t : array) {
+std::optional<ProtocolError> read_ids(const Body& array, std::vector<int32_t>* out) {
+  for (const Body& t : array) {
     if (!t.is_number_integer()) return wrong_type("prompt", "a string, an array of one string, or an array of token ids");
     const int64_t v = t.is_number_unsigned() && t.get<uint64_t>() > INT32_MAX ? INT64_MAX : t.get<int64_t>();
     if (v < 0 || v > INT32_MAX) return ProtocolError{"'prompt' token id " + t.dump() + " is out of range", "prompt"};
@@ -92,7 +95,7 @@ std::optional<ProtocolError> read_ids(const json& array, std::vector<int32_t>* o
   return std::nullopt;
 }
 
-std::optional<ProtocolError> read_prompt(const json& body, CompletionRequest* out) {
+std::optional<ProtocolError> read_prompt(const Body& body, CompletionRequest* out) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return ProtocolError{"'prompt' is required", "prompt"};
   const char* want = "a string, an array of one string, or an array of token ids";
@@ -102,7 +105,7 @@ std::optional<ProtocolError> read_prompt(const json& body, CompletionRequest* ou
   }
   if (!it->is_array()) return wrong_type("prompt", want);
   if (it->empty()) return ProtocolError{"'prompt' must not be an empty array", "prompt"};
-  const json& first = it->front();
+  const Body& first = it->front();
   if (first.is_string() || first.is_array()) {
     if (it->size() != 1)
       return ProtocolError{"'prompt' with several prompts is not supported (send one request per prompt)", "prompt"};
@@ -122,7 +125,7 @@ namespace {
 // The fields /v1/completions and /v1/chat/completions share: model, sampling,
 // stop, streaming, and the OpenAI fields submoe refuses at non-neutral values.
 // `max_tokens_field` is where max_tokens was read from ("" when absent).
-std::optional<ProtocolError> parse_common(const json& body, SamplingRequest* r, const char* max_tokens_field,
+std::optional<ProtocolError> parse_common(const Body& body, SamplingRequest* r, const char* max_tokens_field,
                                           int64_t default_max_tokens) {
   if (const auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) return wrong_type("model", "a string");
@@ -177,7 +180,7 @@ std::optional<ProtocolError> parse_common(const json& body, SamplingRequest* r, 
   return std::nullopt;
 }
 
-std::optional<ProtocolError> unknown_field(const json& body, const std::set<std::string>& known) {
+std::optional<ProtocolError> unknown_field(const Body& body, const std::set<std::string>& known) {
   for (auto it = body.begin(); it != body.end(); ++it)
     if (!known.count(it.key())) return ProtocolError{"Unrecognized request argument supplied: " + it.key(), it.key()};
   return std::nullopt;
@@ -185,7 +188,7 @@ std::optional<ProtocolError> unknown_field(const json& body, const std::set<std:
 
 }  // namespace
 
-std::optional<ProtocolError> parse_completion_request(const json& body, CompletionRequest* out) {
+std::optional<ProtocolError> parse_completion_request(const Body& body, CompletionRequest* out) {
   if (!body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
   static const std::set<std::string> known = {
       "model",    "prompt", "max_tokens", "temperature", "top_p",       "top_k",  "seed",
@@ -208,9 +211,8 @@ std::optional<ProtocolError> parse_completion_request(const json& body, Completi
   return std::nullopt;
 }
 
-std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& ordered_body, ChatRequest* out) {
-  if (!ordered_body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
-  const json body = json::parse(ordered_body.dump());  // the shared readers take nlohmann::json
+std::optional<ProtocolError> parse_chat_request(const Body& body, ChatRequest* out) {
+  if (!body.is_object()) return ProtocolError{"the request body must be a JSON object", ""};
   static const std::set<std::string> known = {
       "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop",
       "stream", "stream_options", "n", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "user",
@@ -218,8 +220,8 @@ std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& or
       "chat_template_kwargs", "add_generation_prompt"};
   if (auto e = unknown_field(body, known)) return e;
   ChatRequest r;
-  const auto messages = ordered_body.find("messages");
-  if (messages == ordered_body.end() || messages->is_null()) return ProtocolError{"'messages' is required", "messages"};
+  const auto messages = body.find("messages");
+  if (messages == body.end() || messages->is_null()) return ProtocolError{"'messages' is required", "messages"};
   Result<nlohmann::ordered_json> normalized = normalize_chat_messages(*messages);
   if (!normalized.is_ok()) return ProtocolError{normalized.status().message(), "messages"};
   r.messages = std::move(normalized).value();
@@ -228,7 +230,7 @@ std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& or
     return ProtocolError{"give 'max_tokens' or 'max_completion_tokens', not both", "max_completion_tokens"};
   // Without a bound, a chat completion runs to EOS or the context (OpenAI's rule).
   if (auto e = parse_common(body, &r, has_max_completion ? "max_completion_tokens" : "max_tokens", INT32_MAX)) return e;
-  if (const auto t = ordered_body.find("tools"); t != ordered_body.end() && !t->is_null()) {
+  if (const auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     if (!t->is_array()) return wrong_type("tools", "an array of tool objects");
     for (const auto& tool : *t)
       if (!tool.is_object()) return wrong_type("tools", "an array of tool objects");
@@ -251,7 +253,7 @@ std::optional<ProtocolError> parse_chat_request(const nlohmann::ordered_json& or
   if (logprobs) return ProtocolError{"'logprobs' is not supported", "logprobs"};
   if (const auto t = body.find("top_logprobs"); t != body.end() && !t->is_null())
     return ProtocolError{"'top_logprobs' is not supported", "top_logprobs"};
-  if (const auto k = ordered_body.find("chat_template_kwargs"); k != ordered_body.end() && !k->is_null()) {
+  if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object");
     for (const char* reserved : {"messages", "tools", "documents", "add_generation_prompt"})
       if (k->contains(reserved))

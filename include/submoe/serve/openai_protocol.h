@@ -47,7 +47,7 @@ struct ProtocolError {
 
 // POST /v1/completions body. Defaults as OpenAI's: max_tokens 16, temperature 1,
 // top_p 1; top_k (0 = off) and ignore_eos are extensions.
-std::optional<ProtocolError> parse_completion_request(const nlohmann::json& body, CompletionRequest* out);
+std::optional<ProtocolError> parse_completion_request(const nlohmann::ordered_json& body, CompletionRequest* out);
 
 // POST /v1/chat/completions body: messages (required), max_tokens or
 // max_completion_tokens (default: until EOS or the context), the sampling fields
