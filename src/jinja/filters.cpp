@@ -206,8 +206,15 @@ Value extremum(const Value& v, const CallArgs& args, const char* op, int line) {
 
 using FilterFn = Value (*)(const Value&, const CallArgs&, int);
 
+// A table with jinja2's second names for some entries ("d" for "default", ...).
+template <typename Table>
+Table with_aliases(Table table, std::initializer_list<std::pair<const char*, const char*>> aliases) {
+  for (const auto& [alias, name] : aliases) table[alias] = table.at(name);
+  return table;
+}
+
 const std::map<std::string, FilterFn, std::less<>>& filters() {
-  static const std::map<std::string, FilterFn, std::less<>> table = {
+  static const std::map<std::string, FilterFn, std::less<>> table = with_aliases<std::map<std::string, FilterFn, std::less<>>>({
       {"abs",
        [](const Value& v, const CallArgs&, int line) -> Value {
          if (v.is_int()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
@@ -215,7 +222,6 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          throw Error(line, std::string("bad operand type for abs(): '") + v.type_name() + "'");
        }},
       {"capitalize", [](const Value& v, const CallArgs&, int line) { return Value(capitalize(need_string(v, "capitalize", line))); }},
-      {"count", [](const Value& v, const CallArgs&, int line) { return Value(length_of(v, line)); }},
       {"length", [](const Value& v, const CallArgs&, int line) { return Value(length_of(v, line)); }},
       {"default",
        [](const Value& v, const CallArgs& args, int) {
@@ -400,7 +406,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          }
          return Value(n);
        }},
-  };
+  }, {{"count", "length"}, {"d", "default"}, {"e", "escape"}});
   return table;
 }
 
@@ -414,7 +420,7 @@ bool integer_arg(const CallArgs& args, int line, int64_t* out) {
 }
 
 const std::map<std::string, TestFn, std::less<>>& tests() {
-  static const std::map<std::string, TestFn, std::less<>> table = {
+  static const std::map<std::string, TestFn, std::less<>> table = with_aliases<std::map<std::string, TestFn, std::less<>>>({
       {"defined", [](const Value& v, const CallArgs&, int) { return !v.is_undefined(); }},
       {"undefined", [](const Value& v, const CallArgs&, int) { return v.is_undefined(); }},
       {"none", [](const Value& v, const CallArgs&, int) { return v.is_none(); }},
@@ -436,15 +442,10 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
          return v.type() == o.type() && equal(v, o);
        }},
       {"eq", [](const Value& v, const CallArgs& args, int) { return equal(v, arg(args, 0, "b")); }},
-      {"equalto", [](const Value& v, const CallArgs& args, int) { return equal(v, arg(args, 0, "b")); }},
-      {"==", [](const Value& v, const CallArgs& args, int) { return equal(v, arg(args, 0, "b")); }},
       {"ne", [](const Value& v, const CallArgs& args, int) { return !equal(v, arg(args, 0, "b")); }},
-      {"!=", [](const Value& v, const CallArgs& args, int) { return !equal(v, arg(args, 0, "b")); }},
       {"lt", [](const Value& v, const CallArgs& args, int line) { return compare_op("<", v, arg(args, 0, "b"), line); }},
-      {"lessthan", [](const Value& v, const CallArgs& args, int line) { return compare_op("<", v, arg(args, 0, "b"), line); }},
       {"le", [](const Value& v, const CallArgs& args, int line) { return compare_op("<=", v, arg(args, 0, "b"), line); }},
       {"gt", [](const Value& v, const CallArgs& args, int line) { return compare_op(">", v, arg(args, 0, "b"), line); }},
-      {"greaterthan", [](const Value& v, const CallArgs& args, int line) { return compare_op(">", v, arg(args, 0, "b"), line); }},
       {"ge", [](const Value& v, const CallArgs& args, int line) { return compare_op(">=", v, arg(args, 0, "b"), line); }},
       {"in", [](const Value& v, const CallArgs& args, int line) { return compare_op("in", v, arg(args, 0, "seq"), line); }},
       {"even", [](const Value& v, const CallArgs&, int) { return v.is_int() && v.as_int() % 2 == 0; }},
@@ -459,7 +460,7 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
       {"lower", [](const Value& v, const CallArgs&, int) { return v.is_string() && ascii_lower(v.as_string()) == v.as_string(); }},
       {"upper", [](const Value& v, const CallArgs&, int) { return v.is_string() && ascii_upper(v.as_string()) == v.as_string(); }},
       {"escaped", [](const Value&, const CallArgs&, int) { return false; }},
-  };
+  }, {{"equalto", "eq"}, {"==", "eq"}, {"!=", "ne"}, {"lessthan", "lt"}, {"greaterthan", "gt"}});
   return table;
 }
 
@@ -475,12 +476,10 @@ ValueDict namespace_entries(const CallArgs& args, int line) {
 
 }  // namespace
 
-bool has_filter(std::string_view name) { return name == "d" || name == "e" || filters().count(name) != 0; }
+bool has_filter(std::string_view name) { return filters().count(name) != 0; }
 bool has_test(std::string_view name) { return tests().count(name) != 0; }
 
 Value apply_filter(std::string_view name, const Value& subject, const CallArgs& args, int line) {
-  if (name == "d") name = "default";
-  if (name == "e") name = "escape";
   const auto it = filters().find(name);
   if (it == filters().end()) throw Error(line, "no filter named '" + std::string(name) + "'");
   return it->second(subject, args, line);
