@@ -199,7 +199,7 @@ class Renderer {
 
   // Errors thrown by built-ins carry line 0: give them the caller's line.
   template <typename F>
-  Value at_line(int line, F&& f) {
+  auto at_line(int line, F&& f) -> decltype(f()) {
     try {
       return f();
     } catch (const Error& e) {
@@ -248,8 +248,7 @@ class Renderer {
           if (subject.is_undefined()) throw_undefined(subject, e.line);
           const CallArgs args = eval_args(e, 1);
           Value result;
-          if (at_line(e.line, [&] { return Value(call_method(subject, callee.name, args, e.line, &result)); }).as_bool())
-            return result;
+          if (at_line(e.line, [&] { return call_method(subject, callee.name, args, e.line, &result); })) return result;
           const Value attr = get_attr(subject, callee.name, e.line);
           if (attr.is_undefined())
             throw Error(e.line, std::string("'") + subject.type_name() + "' object has no attribute '" + callee.name + "'");
@@ -266,7 +265,7 @@ class Renderer {
       case Expr::Kind::kTest: {
         const Value subject = eval(*e.args[0]);
         const CallArgs args = eval_args(e, 1);
-        const bool r = at_line(e.line, [&] { return Value(apply_test(e.name, subject, args, e.line)); }).as_bool();
+        const bool r = at_line(e.line, [&] { return apply_test(e.name, subject, args, e.line); });
         return Value(r != e.negated);
       }
       case Expr::Kind::kNegate:
