@@ -122,6 +122,18 @@ expect 400 "no chat template" "$(http POST /v1/chat/completions '{"messages":[{"
 expect 200 "completions without a chat template" "$(http POST /v1/completions '{"prompt":"Hi","max_tokens":2}')" '"text_completion"'
 stop_servers && ok "SIGTERM: clean exit 0" || fail "the server did not exit 0 on SIGTERM"
 
+# run --chat-template: Mixtral's template refuses the system message; OLMoE's renders.
+out=$("$bin" run --model "$model" --chat --chat-template "$src/tests/fixtures/chat_templates/mixtral-8x7b-instruct.jinja" \
+  --system x --prompt Hi -n 1 2>&1) && fail "run: the refused conversation ran" ||
+  { grep -q "the chat template refused the messages: Conversation roles must alternate" <<<"$out" &&
+    ok "run --chat-template: the template's refusal" || fail "message: $out"; }
+"$bin" run --model "$model" --chat --chat-template "$src/tests/fixtures/chat_templates/olmoe-instruct.jinja" \
+  --prompt Hi -n 2 --threads 1 >/dev/null 2>&1 && ok "run --chat-template renders another template" ||
+  fail "run --chat-template olmoe failed"
+out=$("$bin" run --model "$model" --chat --chat-template "$work/none.jinja" --prompt Hi -n 1 2>&1) &&
+  fail "run: a missing --chat-template accepted" ||
+  { grep -q "none.jinja" <<<"$out" && ok "run: a missing --chat-template refused" || fail "message: $out"; }
+
 # run --chat without a template, --system without --chat.
 out=$("$bin" run --model "$work/plain" --chat --prompt Hi -n 1 2>&1) && fail "run --chat without a template accepted" ||
   { grep -q -- "--chat: the model has no chat template" <<<"$out" && ok "run --chat without a template refused" || fail "message: $out"; }
