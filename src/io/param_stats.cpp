@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "submoe/io/architecture.h"
+
 namespace submoe::io {
 namespace {
 
@@ -53,17 +55,21 @@ std::string_view tensor_role_name(TensorRole role) {
 TensorClass classify_tensor(std::string_view name, std::optional<Architecture> arch) {
   TensorClass c;
   c.layer = index_after(name, "layers.");
-  std::string_view moe_block = ".experts.";
-  std::string_view router = ".gate.weight";
+  std::string moe_block = ".experts.";
+  std::string router = ".gate.weight";
   if (arch) {
-    if (*arch == Architecture::kMixtral) {
-      // v4/v5 hub files use block_sparse_moe; v5 in-memory (fused) names use mlp.
-      moe_block = contains(name, ".block_sparse_moe.") ? ".block_sparse_moe.experts." : ".mlp.experts.";
-      router = contains(name, ".block_sparse_moe.") ? ".block_sparse_moe.gate.weight" : ".mlp.gate.weight";
-    } else {
-      moe_block = ".mlp.experts.";
-      router = ".mlp.gate.weight";
-    }
+    // The family's sparse block, or its other spelling (Mixtral's hub files use
+    // block_sparse_moe, transformers v5's in-memory fused names mlp).
+    const ArchitectureDescriptor& d = architecture_descriptor(*arch);
+    auto dotted = [](std::string_view part, std::string_view tail) {
+      std::string s(".");
+      s.append(part).append(tail);
+      return s;
+    };
+    std::string_view block = d.sparse_block;
+    if (!d.sparse_block_alias.empty() && !contains(name, dotted(block, "."))) block = d.sparse_block_alias;
+    moe_block = dotted(block, ".experts.");
+    router = dotted(block, ".gate.weight");
   }
   const int expert = index_after(name, moe_block);
   if (expert >= 0) {

@@ -116,20 +116,31 @@ io::TensorView slice_view(const io::TensorView& t, int64_t index, int64_t row0, 
   return v;
 }
 
+// "model.layers.{layer}.{block}" for the sparse block and its other spelling, if any.
+std::vector<std::string> sparse_block_spellings(const io::ArchitectureDescriptor& arch, int layer) {
+  std::vector<std::string> out{sparse_block_prefix(arch, layer)};
+  if (!arch.sparse_block_alias.empty()) {
+    std::string alias = "model.layers.";
+    alias.append(std::to_string(layer)).append(".").append(arch.sparse_block_alias);
+    out.push_back(std::move(alias));
+  }
+  return out;
+}
+
 // Experts of one sparse layer: hub per-expert names, else v5 fused tensors
 // (gate_up_proj [E, 2I, H] = per expert [gate; up] stacked, down_proj [E, H, I]).
 Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeModelConfig& c,
-                                        const ArchitectureAdapter& arch, int layer) {
+                                        const io::ArchitectureDescriptor& arch, int layer) {
   const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size;
   LayerExpertWeights out;
   out.experts.resize(static_cast<size_t>(E));
-  const std::string first = expert_tensor_name(arch, layer, 0, ExpertProjection::kGate);
+  const std::string first = expert_tensor_name(arch, layer, 0, io::ExpertProjection::kGate);
   if (src.has(first)) {
     for (int e = 0; e < E; ++e) {
       auto& x = out.experts[static_cast<size_t>(e)];
-      const std::string g = expert_tensor_name(arch, layer, e, ExpertProjection::kGate);
-      const std::string u = expert_tensor_name(arch, layer, e, ExpertProjection::kUp);
-      const std::string d = expert_tensor_name(arch, layer, e, ExpertProjection::kDown);
+      const std::string g = expert_tensor_name(arch, layer, e, io::ExpertProjection::kGate);
+      const std::string u = expert_tensor_name(arch, layer, e, io::ExpertProjection::kUp);
+      const std::string d = expert_tensor_name(arch, layer, e, io::ExpertProjection::kDown);
       SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gv, src.get(g, {I, H}));
       SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* uv, src.get(u, {I, H}));
       SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dv, src.get(d, {H, I}));
@@ -138,10 +149,9 @@ Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeMo
     }
     return out;
   }
-  // v5 in-memory names (save_pretrained(save_original_format=False)); Mixtral's
-  // module is "mlp" there rather than "block_sparse_moe".
-  for (const std::string& block :
-       {sparse_block_prefix(arch, layer), "model.layers." + std::to_string(layer) + ".mlp"}) {
+  // v5 in-memory names (save_pretrained(save_original_format=False)), under the
+  // sparse block or its other spelling (Mixtral's "mlp").
+  for (const std::string& block : sparse_block_spellings(arch, layer)) {
     if (!src.has(block + ".experts.gate_up_proj")) continue;
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gu, src.get(block + ".experts.gate_up_proj", {E, 2 * I, H}));
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dn, src.get(block + ".experts.down_proj", {E, H, I}));
@@ -156,7 +166,7 @@ Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeMo
 
 Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const TensorSource& src,
                                                                        const io::MoeModelConfig& c,
-                                                                       const ArchitectureAdapter& arch, int layer) {
+                                                                       const io::ArchitectureDescriptor& arch, int layer) {
   SUBMOE_ASSIGN_OR_RETURN(LayerExpertWeights found, find_experts(src, c, arch, layer));
   std::vector<ResidentExpertProvider::Expert> experts(found.experts.size());
   for (size_t e = 0; e < experts.size(); ++e) {
@@ -167,7 +177,7 @@ Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const Ten
   return experts;
 }
 
-Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const ArchitectureAdapter& arch, int layer,
+Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch, int layer,
                   LayerWeights* L, std::vector<ResidentExpertProvider::Expert>* experts) {
   const int64_t H = c.hidden_size, D = c.head_dim, nH = c.num_attention_heads, nKV = c.num_key_value_heads;
   const std::string p = "model.layers." + std::to_string(layer) + ".";
@@ -195,9 +205,10 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const Ar
     return Status::ok();
   }
   const std::string block = sparse_block_prefix(arch, layer);
-  // v5 in-memory naming of Mixtral's router ("mlp.gate") when experts are fused.
+  // The router under the block's other spelling when experts are fused (v5 in-memory Mixtral).
   std::string router = block + ".gate.weight";
-  if (!src.has(router) && src.has(p + "mlp.gate.weight")) router = p + "mlp.gate.weight";
+  for (const std::string& spelling : sparse_block_spellings(arch, layer))
+    if (!src.has(router) && src.has(spelling + ".gate.weight")) router = spelling + ".gate.weight";
   SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, DenseClass::kRouter, c.num_experts, H));
   if (arch.has_shared_expert) {
     SUBMOE_ASSIGN_OR_RETURN(L->shared_expert,
@@ -239,16 +250,16 @@ void EmbeddingTable::lookup(size_t id, float* out) const {
 
 Result<LayerExpertWeights> find_layer_expert_weights(const io::SafetensorsModel& tensors,
                                                      const io::MoeModelConfig& config,
-                                                     const ArchitectureAdapter& arch, int layer) {
+                                                     const io::ArchitectureDescriptor& arch, int layer) {
   if (layer < 0 || layer >= config.num_hidden_layers || !config.is_moe_layer(layer))
     return invalid_argument("layer " + std::to_string(layer) + " is not a sparse (routed-expert) layer");
   return find_experts(TensorSource(tensors), config, arch, layer);
 }
 
-Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arch,
+Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch,
                                              std::shared_ptr<const io::SafetensorsModel> tensors,
                                              const LoadWeightsOptions& options) {
-  SUBMOE_RETURN_IF_ERROR(arch.check_config(c));
+  SUBMOE_RETURN_IF_ERROR(io::check_forward_supported(c));
   const TensorSource src(*tensors, options.dense_linear, options.dense_storage);
   const int64_t V = c.vocab_size, H = c.hidden_size;
   ModelWeights w;

@@ -63,7 +63,7 @@ Status check_vector(const std::vector<float>& v, size_t n, bool required, const 
 
 }  // namespace
 
-Status check_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arch, const ModelWeights& w) {
+Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch, const ModelWeights& w) {
   const size_t V = static_cast<size_t>(c.vocab_size), H = static_cast<size_t>(c.hidden_size);
   const size_t D = static_cast<size_t>(c.head_dim);
   const size_t qw = static_cast<size_t>(c.num_attention_heads) * D, kw = static_cast<size_t>(c.num_key_value_heads) * D;
@@ -112,8 +112,8 @@ Status check_weights(const io::MoeModelConfig& c, const ArchitectureAdapter& arc
 }
 
 Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, ModelWeights weights) {
-  const ArchitectureAdapter& arch = adapter_for(config.architecture);
-  SUBMOE_RETURN_IF_ERROR(arch.check_config(config));
+  const io::ArchitectureDescriptor& arch = io::architecture_descriptor(config.architecture);
+  SUBMOE_RETURN_IF_ERROR(io::check_forward_supported(config));
   SUBMOE_RETURN_IF_ERROR(check_weights(config, arch, weights));
   SUBMOE_ASSIGN_OR_RETURN(RopeParams rp, rope_params_from_config(config));
   SUBMOE_ASSIGN_OR_RETURN(Rope rope, Rope::create(rp));
@@ -135,7 +135,7 @@ Result<std::unique_ptr<MoeModel>> MoeModel::load(const std::string& directory, c
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(directory));
   std::shared_ptr<const io::SafetensorsModel> tensors(std::move(st));
   SUBMOE_ASSIGN_OR_RETURN(ModelWeights weights,
-                          load_checkpoint_weights(config, adapter_for(config.architecture), std::move(tensors), options));
+                          load_checkpoint_weights(config, io::architecture_descriptor(config.architecture), std::move(tensors), options));
   return create(std::move(config), std::move(weights));
 }
 

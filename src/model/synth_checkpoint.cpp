@@ -10,32 +10,24 @@
 #include <set>
 
 #include "submoe/io/file_util.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 
 namespace submoe::model {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The "architectures" entry transformers writes for each model_type.
-std::string_view causal_lm_class(io::Architecture arch) {
-  switch (arch) {
-    case io::Architecture::kMixtral:
-      return "MixtralForCausalLM";
-    case io::Architecture::kQwen2Moe:
-      return "Qwen2MoeForCausalLM";
-    case io::Architecture::kQwen3Moe:
-      return "Qwen3MoeForCausalLM";
-    case io::Architecture::kOlmoe:
-      return "OlmoeForCausalLM";
+// "qwen2_moe and qwen3_moe": the families with dense MLP layers.
+std::string dense_layer_model_types() {
+  std::vector<std::string_view> names;
+  for (const io::ArchitectureDescriptor* d : io::architecture_registry())
+    if (d->dense_mlp_layers) names.push_back(d->model_type);
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) s += i + 1 == names.size() ? " and " : ", ";
+    s += names[i];
   }
-  return "";
-}
-
-bool is_qwen(io::Architecture a) { return a == io::Architecture::kQwen2Moe || a == io::Architecture::kQwen3Moe; }
-// Mixtral and Qwen3-MoE read head_dim from the config; the others derive H / nH.
-bool explicit_head_dim(io::Architecture a) {
-  return a == io::Architecture::kMixtral || a == io::Architecture::kQwen3Moe;
+  return s;
 }
 
 Status positive(int64_t v, const char* option) {
@@ -148,7 +140,7 @@ Status check_size_limits(const io::MoeModelConfig& c) {
 }  // namespace
 
 Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::Tokenizer* tokenizer) {
-  const io::Architecture arch = s.architecture;
+  const io::ArchitectureDescriptor& arch = io::architecture_descriptor(s.architecture);
   SUBMOE_RETURN_IF_ERROR(positive(s.layers, "--layers"));
   SUBMOE_RETURN_IF_ERROR(positive(s.experts, "--experts"));
   SUBMOE_RETURN_IF_ERROR(positive(s.hidden, "--hidden"));
@@ -177,14 +169,14 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
 
   const int64_t heads = s.heads > 0 ? s.heads : std::max<int64_t>(1, s.hidden / 128);
   int64_t head_dim = s.head_dim;
-  if (head_dim > 0 && !explicit_head_dim(arch) && head_dim * heads != s.hidden)
-    return invalid_argument("--head-dim: " + std::string(io::architecture_model_type(arch)) +
+  if (head_dim > 0 && !arch.explicit_head_dim && head_dim * heads != s.hidden)
+    return invalid_argument("--head-dim: " + std::string(arch.model_type) +
                             " always uses hidden / heads = " + std::to_string(s.hidden) + " / " +
                             std::to_string(heads) + "; drop --head-dim or change --heads");
   if (head_dim == 0) {
     if (s.hidden % heads != 0)
       return invalid_argument("--heads " + std::to_string(heads) + " does not divide --hidden " +
-                              std::to_string(s.hidden) + (explicit_head_dim(arch) ? " (or give --head-dim)" : ""));
+                              std::to_string(s.hidden) + (arch.explicit_head_dim ? " (or give --head-dim)" : ""));
     head_dim = s.hidden / heads;
   }
   if (head_dim % 2 != 0) return invalid_argument("head_dim must be even for RoPE, got " + std::to_string(head_dim));
@@ -204,8 +196,8 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
     vocab = 32000;
   }
 
-  if (!s.mlp_only_layers.empty() && !is_qwen(arch))
-    return invalid_argument("--mlp-only-layers applies to qwen2_moe and qwen3_moe only");
+  if (!s.mlp_only_layers.empty() && !arch.dense_mlp_layers)
+    return invalid_argument("--mlp-only-layers applies to " + dense_layer_model_types() + " only");
   std::set<int64_t> dense(s.mlp_only_layers.begin(), s.mlp_only_layers.end());
   for (int64_t l : s.mlp_only_layers)
     if (l < 0 || l >= s.layers)
@@ -214,9 +206,9 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
   if (static_cast<int64_t>(dense.size()) == s.layers) return invalid_argument("--mlp-only-layers leaves no MoE layer");
 
   io::MoeModelConfig c;
-  c.architecture = arch;
-  c.model_type = std::string(io::architecture_model_type(arch));
-  c.architectures = {std::string(causal_lm_class(arch))};
+  c.architecture = arch.id;
+  c.model_type = std::string(arch.model_type);
+  c.architectures = {std::string(arch.causal_lm_class)};
   c.vocab_size = vocab;
   c.hidden_size = s.hidden;
   c.num_hidden_layers = s.layers;
@@ -228,46 +220,18 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
   c.num_experts = s.experts;
   c.num_experts_per_tok = s.top_k;
   c.moe_intermediate_size = s.ffn;
-  c.intermediate_size = is_qwen(arch) ? (s.dense_ffn > 0 ? s.dense_ffn : 4 * s.ffn) : s.ffn;
+  c.intermediate_size = arch.dense_mlp_layers ? (s.dense_ffn > 0 ? s.dense_ffn : 4 * s.ffn) : s.ffn;
   c.dtype = s.dtype == io::DType::kBF16 ? "bfloat16" : "float32";
-  // Each architecture's released checkpoints: eps, theta and top-k renormalisation.
-  switch (arch) {
-    case io::Architecture::kMixtral:
-      c.rms_norm_eps = 1e-5;
-      c.rope_theta = 1e6;
-      c.norm_topk_prob = true;
-      break;
-    case io::Architecture::kQwen2Moe:
-      c.rms_norm_eps = 1e-6;
-      c.rope_theta = 1e6;
-      c.norm_topk_prob = false;
-      c.qkv_bias = true;
-      c.shared_expert_intermediate_size = s.shared_ffn > 0 ? s.shared_ffn : 4 * s.ffn;
-      break;
-    case io::Architecture::kQwen3Moe:
-      c.rms_norm_eps = 1e-6;
-      c.rope_theta = 1e6;
-      c.norm_topk_prob = true;
-      c.qk_norm = io::QkNorm::kPerHead;
-      break;
-    case io::Architecture::kOlmoe:
-      c.rms_norm_eps = 1e-5;
-      c.rope_theta = 1e4;
-      c.norm_topk_prob = false;
-      c.qk_norm = io::QkNorm::kWholeProjection;
-      break;
-  }
-  if (is_qwen(arch)) {
-    c.decoder_sparse_step = 1;
-    c.mlp_only_layers.assign(dense.begin(), dense.end());
-    c.max_window_layers = s.layers;
-  }
+  if (arch.has_shared_expert) c.shared_expert_intermediate_size = s.shared_ffn > 0 ? s.shared_ffn : 4 * s.ffn;
+  if (arch.dense_mlp_layers) c.mlp_only_layers.assign(dense.begin(), dense.end());
+  // The family's released checkpoints: eps, theta, top-k renormalisation, biases, layer rules.
+  arch.synth_defaults(&c);
   if (tokenizer) {
     if (tokenizer->bos_id()) c.bos_token_id = *tokenizer->bos_id();
     if (tokenizer->eos_id()) c.eos_token_ids = {*tokenizer->eos_id()};
   }
   SUBMOE_RETURN_IF_ERROR(check_size_limits(c));
-  SUBMOE_RETURN_IF_ERROR(adapter_for(arch).check_config(c));
+  SUBMOE_RETURN_IF_ERROR(io::check_forward_supported(c));
   return c;
 }
 
@@ -295,41 +259,7 @@ std::string synth_config_json(const io::MoeModelConfig& c) {
   j["bos_token_id"] = nullable(c.bos_token_id);
   j["eos_token_id"] = c.eos_token_ids.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.eos_token_ids.front());
   j["pad_token_id"] = nullable(c.pad_token_id);
-  switch (c.architecture) {
-    case io::Architecture::kMixtral:
-      j["intermediate_size"] = c.moe_intermediate_size;
-      j["num_local_experts"] = c.num_experts;
-      j["head_dim"] = c.head_dim;
-      j["sliding_window"] = nullptr;
-      j["router_jitter_noise"] = 0.0;
-      break;
-    case io::Architecture::kQwen2Moe:
-    case io::Architecture::kQwen3Moe:
-      j["intermediate_size"] = c.intermediate_size;
-      j["moe_intermediate_size"] = c.moe_intermediate_size;
-      j["num_experts"] = c.num_experts;
-      j["norm_topk_prob"] = c.norm_topk_prob;
-      j["decoder_sparse_step"] = c.decoder_sparse_step;
-      j["mlp_only_layers"] = c.mlp_only_layers;
-      j["use_sliding_window"] = false;
-      j["sliding_window"] = nullptr;
-      j["max_window_layers"] = c.max_window_layers;
-      if (c.architecture == io::Architecture::kQwen2Moe) {
-        j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
-        j["qkv_bias"] = c.qkv_bias;
-      } else {
-        j["head_dim"] = c.head_dim;
-        j["attention_bias"] = c.attention_bias;
-      }
-      break;
-    case io::Architecture::kOlmoe:
-      j["intermediate_size"] = c.moe_intermediate_size;
-      j["num_experts"] = c.num_experts;
-      j["norm_topk_prob"] = c.norm_topk_prob;
-      j["clip_qkv"] = c.clip_qkv ? nlohmann::json(*c.clip_qkv) : nlohmann::json(nullptr);
-      j["attention_bias"] = c.attention_bias;
-      break;
-  }
+  c.descriptor().write_config_fields(c, &j);
   return j.dump(2) + "\n";
 }
 

@@ -1,7 +1,7 @@
 // The tensors of a hub checkpoint (names and shapes, doc §1.5 and §2-§5), derived
 // from a resolved config; sparse-block and expert names come from the
 // architecture adapter so they are spelled in one place.
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/synth_checkpoint.h"
 
 namespace submoe::model {
@@ -54,7 +54,7 @@ void add_attention(std::vector<CheckpointTensor>* out, const io::MoeModelConfig&
 }  // namespace
 
 std::vector<CheckpointTensor> checkpoint_layout(const io::MoeModelConfig& c) {
-  const ArchitectureAdapter& arch = adapter_for(c.architecture);
+  const io::ArchitectureDescriptor& arch = io::architecture_descriptor(c.architecture);
   const int64_t H = c.hidden_size, V = c.vocab_size, I = c.moe_intermediate_size;
   std::vector<CheckpointTensor> out;
   add(&out, "model.embed_tokens.weight", {V, H}, SynthInit::kEmbedding);
@@ -74,9 +74,9 @@ std::vector<CheckpointTensor> checkpoint_layout(const io::MoeModelConfig& c) {
       add(&out, block + ".shared_expert_gate.weight", {1, H}, SynthInit::kNormal);
     }
     for (int e = 0; e < c.num_experts; ++e) {
-      add(&out, expert_tensor_name(arch, layer, e, ExpertProjection::kGate), {I, H}, SynthInit::kNormal);
-      add(&out, expert_tensor_name(arch, layer, e, ExpertProjection::kUp), {I, H}, SynthInit::kNormal);
-      add(&out, expert_tensor_name(arch, layer, e, ExpertProjection::kDown), {H, I}, SynthInit::kNormal);
+      add(&out, expert_tensor_name(arch, layer, e, io::ExpertProjection::kGate), {I, H}, SynthInit::kNormal);
+      add(&out, expert_tensor_name(arch, layer, e, io::ExpertProjection::kUp), {I, H}, SynthInit::kNormal);
+      add(&out, expert_tensor_name(arch, layer, e, io::ExpertProjection::kDown), {H, I}, SynthInit::kNormal);
     }
   }
   add(&out, "model.norm.weight", {H}, SynthInit::kOnes);

@@ -2,7 +2,7 @@
 // routed experts resident as compressed ops.
 #include "submoe/runtime/artifact_model.h"
 
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 
 namespace submoe::runtime {
 
@@ -12,7 +12,7 @@ Result<model::ModelWeights> load_artifact_dense_weights(std::shared_ptr<const Ar
   if (!artifact) return invalid_argument("load_artifact_dense_weights: no artifact");
   SUBMOE_RETURN_IF_ERROR(artifact->verify_dense_tensors());
   const io::MoeModelConfig& c = artifact->model_config();
-  const model::ArchitectureAdapter& arch = model::adapter_for(c.architecture);
+  const io::ArchitectureDescriptor& arch = io::architecture_descriptor(c.architecture);
   model::LoadWeightsOptions options;
   options.skip_routed_experts = true;
   options.read_elsewhere = [a = artifact.get()](const io::TensorView& t) { return a->reads_tensor(t.name); };

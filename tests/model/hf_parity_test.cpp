@@ -36,7 +36,7 @@ std::vector<ParityCase> parity_cases() {
 Result<std::unique_ptr<MoeModel>> load_with_config(const std::string& dir, const std::string& config_file) {
   SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig config, io::load_hf_config(dir + "/" + config_file));
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(dir + "/model.safetensors"));
-  SUBMOE_ASSIGN_OR_RETURN(ModelWeights w, load_checkpoint_weights(config, adapter_for(config.architecture),
+  SUBMOE_ASSIGN_OR_RETURN(ModelWeights w, load_checkpoint_weights(config, io::architecture_descriptor(config.architecture),
                                                                    std::shared_ptr<const io::SafetensorsModel>(std::move(st))));
   return MoeModel::create(std::move(config), std::move(w));
 }

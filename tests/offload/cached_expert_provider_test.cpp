@@ -15,7 +15,7 @@
 #include "submoe/core/thread_pool.h"
 #include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/moe_model.h"
 
 namespace submoe::offload {
@@ -125,7 +125,7 @@ std::unique_ptr<Fixture> make_fixture() {
 Result<std::unique_ptr<model::MoeModel>> model_with(const Fixture& f, std::unique_ptr<model::ExpertProvider> provider) {
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(kFixture));
   SUBMOE_ASSIGN_OR_RETURN(model::ModelWeights w,
-                          model::load_checkpoint_weights(f.config, model::adapter_for(f.config.architecture),
+                          model::load_checkpoint_weights(f.config, io::architecture_descriptor(f.config.architecture),
                                                          std::shared_ptr<const io::SafetensorsModel>(std::move(st))));
   w.experts = std::move(provider);
   return model::MoeModel::create(f.config, std::move(w));

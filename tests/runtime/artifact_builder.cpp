@@ -15,7 +15,7 @@
 #include "submoe/codec/ternary_packed.h"
 #include "submoe/core/bf16.h"
 #include "submoe/io/hf_config.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 
 namespace submoe::runtime::testing {
 namespace {
@@ -117,7 +117,7 @@ Result<ArtifactParts> build_artifact_parts(const ArtifactSpec& spec) {
   const std::string dir = fixture_dir(spec.fixture);
   SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig cfg, io::load_hf_config(dir));
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> src, io::SafetensorsModel::open(dir));
-  const model::ArchitectureAdapter& arch = model::adapter_for(cfg.architecture);
+  const io::ArchitectureDescriptor& arch = io::architecture_descriptor(cfg.architecture);
   ArtifactParts parts;
   parts.fixture = spec.fixture;
   {
@@ -172,7 +172,7 @@ Result<ArtifactParts> build_artifact_parts(const ArtifactSpec& spec) {
     if (!cfg.is_moe_layer(l)) continue;
     for (int e = 0; e < cfg.num_experts; ++e)
       for (int p = 0; p < 3; ++p) {
-        const std::string n = model::expert_tensor_name(arch, l, e, static_cast<model::ExpertProjection>(p));
+        const std::string n = io::expert_tensor_name(arch, l, e, static_cast<io::ExpertProjection>(p));
         expert_names[n] = {l, e, p};
         by_key[{l, e, p}] = n;
       }

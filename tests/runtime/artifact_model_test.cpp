@@ -13,7 +13,7 @@
 
 #include "artifact_builder.h"
 #include "submoe/core/thread_pool.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/moe_model.h"
 #include "submoe/runtime/artifact_model.h"
 
@@ -106,7 +106,7 @@ DenseReference dense_reference(const testing::BuiltArtifact& a) {
   model::LoadWeightsOptions o;
   o.skip_routed_experts = true;  // replaced by the decoded weights below
   o.read_elsewhere = [](const io::TensorView& t) { return t.name.find(".experts.") != std::string::npos; };
-  auto w = model::load_checkpoint_weights(*cfg, model::adapter_for(cfg->architecture),
+  auto w = model::load_checkpoint_weights(*cfg, io::architecture_descriptor(cfg->architecture),
                                           std::shared_ptr<const io::SafetensorsModel>(std::move(src).value()), o);
   EXPECT_TRUE(w.is_ok()) << w.status().to_string();
   EXPECT_EQ(w->experts, nullptr);

@@ -21,13 +21,17 @@
 
 namespace submoe::io {
 
+// The registered architectures: each value has one descriptor
+// (submoe/io/architecture.h) that owns everything the family means.
 enum class Architecture { kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe };
+struct ArchitectureDescriptor;
 
 // The config.json model_type: "mixtral", "qwen2_moe", "qwen3_moe", "olmoe".
 std::string_view architecture_model_type(Architecture arch);
 // kUnsupported (listing the supported types) for anything else.
 Result<Architecture> parse_model_type(std::string_view model_type);
-std::span<const Architecture> supported_architectures();
+// In registry order.
+std::vector<Architecture> supported_architectures();
 
 enum class RopeType { kDefault, kLinear, kDynamic, kYarn, kLlama3 };
 // "default", "linear", "dynamic", "yarn", "llama3".
@@ -120,17 +124,19 @@ struct MoeModelConfig {
   // torch_dtype (v4) or dtype (v5), e.g. "bfloat16"; empty when absent.
   std::string dtype;
 
+  // The descriptor of `architecture`.
+  const ArchitectureDescriptor& descriptor() const;
   bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }
   // Whether decoder layer `layer` has the routed-expert block (else a dense MLP of
-  // intermediate_size), exactly as the HF modeling code decides: Mixtral and
-  // OLMoE always; Qwen2/3-MoE iff layer is not in mlp_only_layers and
-  // num_experts > 0 and (layer + 1) % decoder_sparse_step == 0.
+  // intermediate_size), exactly as the HF modeling code decides: iff layer is not
+  // in mlp_only_layers and num_experts > 0 and (layer + 1) % decoder_sparse_step
+  // == 0 (families without dense layers keep step 1 and no mlp_only_layers).
   bool is_moe_layer(int layer) const;
   // The attention window of `layer` (keys j with j > i - window are visible), or
   // none for full causal attention. layer_types, when present, decides which
-  // layers slide; otherwise Mixtral slides on every layer when sliding_window is
-  // set, Qwen2/3-MoE when use_sliding_window and layer >= max_window_layers
-  // (the v4 modeling rule), OLMoE never.
+  // layers slide; otherwise the descriptor's rule (Mixtral: every layer; Qwen:
+  // use_sliding_window and layer >= max_window_layers, the v4 modeling rule;
+  // OLMoE: none).
   std::optional<int64_t> sliding_window_for_layer(int layer) const;
 };
 

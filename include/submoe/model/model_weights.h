@@ -14,7 +14,7 @@
 #include "submoe/core/status.h"
 #include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/dense_class.h"
 #include "submoe/model/expert_provider.h"
 #include "submoe/model/linear_op.h"
@@ -99,7 +99,7 @@ struct LoadWeightsOptions {
 // experts.gate_up_proj / experts.down_proj are split into views). Every tensor's
 // shape is checked against the config; a missing or misshaped tensor is an error
 // naming it. The returned weights keep `tensors` alive.
-Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& config, const ArchitectureAdapter& arch,
+Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& config, const io::ArchitectureDescriptor& arch,
                                              std::shared_ptr<const io::SafetensorsModel> tensors,
                                              const LoadWeightsOptions& options = {});
 
@@ -117,10 +117,10 @@ struct LayerExpertWeights {
 // Shapes are checked against the config; a missing tensor is kNotFound naming it.
 Result<LayerExpertWeights> find_layer_expert_weights(const io::SafetensorsModel& tensors,
                                                      const io::MoeModelConfig& config,
-                                                     const ArchitectureAdapter& arch, int layer);
+                                                     const io::ArchitectureDescriptor& arch, int layer);
 
 // Checks that prebuilt weights have the shapes `config` implies (for builders
 // other than the checkpoint loader).
-Status check_weights(const io::MoeModelConfig& config, const ArchitectureAdapter& arch, const ModelWeights& weights);
+Status check_weights(const io::MoeModelConfig& config, const io::ArchitectureDescriptor& arch, const ModelWeights& weights);
 
 }  // namespace submoe::model

@@ -17,7 +17,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/io/hf_config.h"
-#include "submoe/model/architecture.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/kv_cache.h"
 #include "submoe/model/model_weights.h"
 #include "submoe/model/op_profile.h"
@@ -39,7 +39,7 @@ class MoeModel {
   static Result<std::unique_ptr<MoeModel>> create(io::MoeModelConfig config, ModelWeights weights);
 
   const io::MoeModelConfig& config() const { return config_; }
-  const ArchitectureAdapter& architecture() const { return *arch_; }
+  const io::ArchitectureDescriptor& architecture() const { return *arch_; }
   const ModelWeights& weights() const { return weights_; }
   ExpertProvider& experts() const { return *weights_.experts; }
   const Rope& rope() const { return rope_; }
@@ -52,7 +52,7 @@ class MoeModel {
   MoeModel() = default;
 
   io::MoeModelConfig config_;
-  const ArchitectureAdapter* arch_ = nullptr;
+  const io::ArchitectureDescriptor* arch_ = nullptr;
   ModelWeights weights_;
   Rope rope_;
   std::vector<size_t> windows_;
