@@ -285,15 +285,8 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
     };
     SUBMOE_RETURN_IF_ERROR(for_each_expert(g0, g1, run_compressed));
     // Scatter in ascending expert order, as the forward pass accumulates.
-    for (size_t i = 0; i < work.size(); ++i) {
-      const ExpertTokens& x = et[g0 + i];
-      for (size_t n = 0; n < x.tokens.size(); ++n) {
-        const float wgt = in.routing->weights[x.slots[n]];
-        const float* y = &outputs[i][n * H];
-        float* out = block + size_t{x.tokens[n]} * H;
-        for (size_t d = 0; d < H; ++d) out[d] += y[d] * wgt;
-      }
-    }
+    for (size_t i = 0; i < work.size(); ++i)
+      model::add_expert_rows(outputs[i].data(), et[g0 + i].tokens, et[g0 + i].slots, in.routing->weights, H, block);
 
     // Pack (in parallel) and append in artifact order.
     std::vector<std::vector<PackedTensor>> packed(work.size() * 3);

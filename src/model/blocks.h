@@ -33,8 +33,39 @@ Status forward_rows(const BlockContext& ctx, std::span<const int32_t> tokens, co
 // kInvalidArgument naming the first token id outside [0, vocab).
 Status check_token_ids(std::span<const int32_t> tokens, size_t vocab);
 
-// s.block = FFN(s.x): the routed-expert block (plus shared expert) or a dense MLP.
-Status ffn_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
+// ---- The decoder layer (decoder_layer.cpp): the one implementation that
+// generation, evaluation, tracing (Session, BatchForward) and calibration
+// (LayerRunner) run. Its hooks are the resolved config fields and the weights
+// present: QK-norm kind, biases, clip_qkv and the sliding window (attention);
+// dense or sparse layer (is_moe_layer); routed_scaling_factor and top-k
+// renormalisation (router); a shared expert with or without its sigmoid gate.
+
+// One layer on s.h [T, H]: the attention half, the FFN half, the residual.
+Status decoder_layer(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
+
+// h [T, H] += Attn(input_norm(h)) in place, then x [T, H] = post_attention_norm(h)
+// (x may be s.x; uses s.x and s.block as scratch).
+void attention_half(const BlockContext& ctx, size_t layer, float* h, float* x);
+
+// s.block = FFN(s.x) of `layer`: the routed experts plus the non-routed part
+// (shared expert), or the dense MLP of a dense layer.
+Status ffn_half(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
+
+// The router of sparse layer `layer` on x [T, H]: logits (scratch [T, E]) to
+// top-k weights, renormalised when the config says so, times
+// routed_scaling_factor.
+void route_layer(const MoeModel& model, size_t layer, const float* x, size_t T, std::vector<float>* logits,
+                 Routing* routing, ThreadPool* pool);
+
+// out [T, H] = the part of the FFN that is not a routed expert: the dense MLP
+// of a dense layer, or the shared expert of a sparse layer (times
+// sigmoid(shared_expert_gate . x) where the layer has that gate); false (out
+// untouched) when a sparse layer has none. g, u, gate: scratch.
+bool non_routed_ffn(const MoeModel& model, size_t layer, const float* x, size_t T, float* out, std::vector<float>& g,
+                    std::vector<float>& u, std::vector<float>& gate, ThreadPool* pool);
+
+// s.block = sum over the routed experts (ascending id) of w * Expert(s.x) (experts_block.cpp).
+Status routed_experts_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
 
 // out[t] = down(silu(gate x[t]) * up x[t]) for n rows; g and u are scratch of n*I.
 void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,

@@ -36,50 +36,23 @@ void LayerRunner::prepare(size_t T) {
 }
 
 void LayerRunner::attention(size_t layer, float* h, size_t T, float* x) {
-  const io::MoeModelConfig& c = model_.config();
-  const size_t H = static_cast<size_t>(c.hidden_size);
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  const LayerWeights& L = model_.weights().layers[layer];
   prepare(T);
-  Session::Scratch& s = *s_;
-  for (size_t t = 0; t < T; ++t) detail::rms_norm_to(h + t * H, &s.x[t * H], H, L.input_norm.data(), eps);
   cache_.clear();
   cache_.ensure_room(T);
-  s.placement.clear();
-  s.placement.append(&cache_, 0, T);
-  const detail::BlockContext ctx{model_, pool_, s, T, s.placement};
-  detail::attention_block(ctx, layer);
-  for (size_t i = 0; i < T * H; ++i) h[i] += s.block[i];
-  for (size_t t = 0; t < T; ++t) detail::rms_norm_to(h + t * H, x + t * H, H, L.post_attention_norm.data(), eps);
+  s_->placement.clear();
+  s_->placement.append(&cache_, 0, T);
+  const detail::BlockContext ctx{model_, pool_, *s_, T, s_->placement};
+  detail::attention_half(ctx, layer, h, x);
 }
 
 void LayerRunner::route(size_t layer, const float* x, size_t T, Routing* routing) {
-  const io::MoeModelConfig& c = model_.config();
-  const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.num_experts_per_tok);
-  Session::Scratch& s = *s_;
-  s.router_logits.resize(T * E);
-  model_.weights().layers[layer].router->forward(x, T, s.router_logits.data(), pool_);
-  route_softmax_top_k(s.router_logits, T, E, k, c.norm_topk_prob, routing);
+  detail::route_layer(model_, layer, x, T, &s_->router_logits, routing, pool_);
 }
 
 void LayerRunner::dense_ffn(size_t layer, const float* x, size_t T, float* out) {
-  const size_t H = static_cast<size_t>(model_.config().hidden_size);
-  const LayerWeights& L = model_.weights().layers[layer];
-  Session::Scratch& s = *s_;
-  auto& ts = s.threads[0];
-  if (!L.sparse) {
-    detail::swiglu(*L.mlp.gate, *L.mlp.up, *L.mlp.down, x, T, out, ts.g, ts.u, pool_);
-    return;
-  }
-  std::fill(out, out + T * H, 0.0f);
-  if (!L.shared_expert.gate) return;
-  s.gate_scalar.resize(T);
-  detail::swiglu(*L.shared_expert.gate, *L.shared_expert.up, *L.shared_expert.down, x, T, out, ts.g, ts.u, pool_);
-  L.shared_expert_gate->forward(x, T, s.gate_scalar.data(), pool_);
-  for (size_t t = 0; t < T; ++t) {
-    const float g = detail::sigmoid(s.gate_scalar[t]);
-    for (size_t d = 0; d < H; ++d) out[t * H + d] *= g;
-  }
+  auto& ts = s_->threads[0];
+  if (!detail::non_routed_ffn(model_, layer, x, T, out, ts.g, ts.u, s_->gate_scalar, pool_))
+    std::fill(out, out + T * static_cast<size_t>(model_.config().hidden_size), 0.0f);
 }
 
 void expert_activations(const ExpertOps& ops, const float* x, size_t n, std::vector<float>& g, std::vector<float>& u,

@@ -90,4 +90,14 @@ void group_by_expert(const Routing& routing, size_t num_experts, ExpertGroups* o
   }
 }
 
+void add_expert_rows(const float* y, std::span<const uint32_t> tokens, std::span<const uint32_t> slots,
+                     std::span<const float> weights, size_t H, float* out) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const float w = weights[slots[i]];
+    const float* row = y + i * H;
+    float* dst = out + size_t{tokens[i]} * H;
+    for (size_t d = 0; d < H; ++d) dst[d] += row[d] * w;
+  }
+}
+
 }  // namespace submoe::model

@@ -34,26 +34,11 @@ Status forward_rows(const BlockContext& ctx, std::span<const int32_t> tokens, co
     }
   }
 
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  for (size_t l = 0; l < model.weights().layers.size(); ++l) {
-    const LayerWeights& L = model.weights().layers[l];
-    {
-      ScopedOpTimer timer(ctx.profile, OpClass::kNorm);
-      for (size_t t = 0; t < T; ++t) rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.input_norm.data(), eps);
-    }
-    attention_block(ctx, l);
-    {
-      ScopedOpTimer timer(ctx.profile, OpClass::kNorm);
-      for (size_t i = 0; i < T * H; ++i) s.h[i] += s.block[i];
-      for (size_t t = 0; t < T; ++t) rms_norm_to(&s.h[t * H], &s.x[t * H], H, L.post_attention_norm.data(), eps);
-    }
-    SUBMOE_RETURN_IF_ERROR(ffn_block(ctx, l, observer));
-    ScopedOpTimer timer(ctx.profile, OpClass::kNorm);
-    for (size_t i = 0; i < T * H; ++i) s.h[i] += s.block[i];
-  }
+  for (size_t l = 0; l < model.weights().layers.size(); ++l) SUBMOE_RETURN_IF_ERROR(decoder_layer(ctx, l, observer));
 
   if (logit_rows.empty()) return Status::ok();
   ScopedOpTimer timer(ctx.profile, OpClass::kLmHead);
+  const float eps = static_cast<float>(c.rms_norm_eps);
   const size_t rows = logit_rows.size();
   s.final_x.resize(rows * H);
   for (size_t r = 0; r < rows; ++r)

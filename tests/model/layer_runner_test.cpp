@@ -7,10 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "model/forward_ops.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/io/architecture.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/model/model_weights.h"
 #include "submoe/model/moe_model.h"
 
 namespace submoe::model {
@@ -86,6 +90,55 @@ TEST_P(LayerRunnerParity, SameLogitsAsSession) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LayerRunnerParity, ::testing::Values("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"));
+
+Result<std::unique_ptr<MoeModel>> load_scaled(const std::string& dir, double routed_scaling_factor) {
+  SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig config, io::load_hf_config(dir));
+  config.routed_scaling_factor = routed_scaling_factor;
+  SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsModel> st, io::SafetensorsModel::open(dir));
+  SUBMOE_ASSIGN_OR_RETURN(ModelWeights w, load_checkpoint_weights(config, config.descriptor(),
+                                                                   std::shared_ptr<const io::SafetensorsModel>(std::move(st))));
+  return MoeModel::create(std::move(config), std::move(w));
+}
+
+// The router hook routed_scaling_factor: the same experts, every weight times
+// the factor after top-k (and after renormalisation), through the one router
+// every path calls; a factor that is not positive and finite is refused.
+TEST(DecoderLayer, RoutedScalingFactorScalesTheRoutedWeightsOnly) {
+  for (const char* arch : {"mixtral", "qwen2_moe"}) {
+    SCOPED_TRACE(arch);
+    auto plain = load_scaled(kFixtures + arch, 1.0);
+    auto scaled = load_scaled(kFixtures + arch, 2.5);
+    ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+    ASSERT_TRUE(scaled.is_ok()) << scaled.status().to_string();
+    const io::MoeModelConfig& c = plain.value()->config();
+    const size_t H = static_cast<size_t>(c.hidden_size), T = 9;
+    std::vector<float> x(T * H);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 0.1));
+    LayerRunner a(*plain.value(), nullptr), b(*scaled.value(), nullptr);
+    size_t checked = 0;
+    for (size_t l = 0; l < static_cast<size_t>(c.num_hidden_layers); ++l) {
+      if (!plain.value()->weights().layers[l].sparse) continue;
+      Routing ra, rb;
+      a.route(l, x.data(), T, &ra);
+      b.route(l, x.data(), T, &rb);
+      ASSERT_EQ(ra.experts, rb.experts);
+      ASSERT_EQ(ra.weights.size(), rb.weights.size());
+      for (size_t i = 0; i < ra.weights.size(); ++i) EXPECT_EQ(rb.weights[i], ra.weights[i] * 2.5f) << i;
+      // The non-routed part (shared expert) is not scaled.
+      std::vector<float> da(T * H), db(T * H);
+      a.dense_ffn(l, x.data(), T, da.data());
+      b.dense_ffn(l, x.data(), T, db.data());
+      EXPECT_EQ(da, db);
+      ++checked;
+    }
+    EXPECT_GT(checked, 0u);
+  }
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    auto m = load_scaled(kFixtures + "mixtral", bad);
+    ASSERT_FALSE(m.is_ok()) << bad;
+    EXPECT_NE(m.status().message().find("routed_scaling_factor"), std::string::npos) << m.status().message();
+  }
+}
 
 TEST(LayerRunner, RejectsTokensOutsideVocabulary) {
   auto m = MoeModel::load(kFixtures + "qwen3_moe");

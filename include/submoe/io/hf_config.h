@@ -114,6 +114,9 @@ struct MoeModelConfig {
   int64_t num_experts_per_tok = 0;
   // Renormalise the top-k router weights: Mixtral always; others per config.
   bool norm_topk_prob = false;
+  // The routed experts' weights are multiplied by it after top-k (and after
+  // renormalisation); 1 for every family registered so far.
+  double routed_scaling_factor = 1.0;
   int64_t decoder_sparse_step = 1;      // Qwen only (1 elsewhere)
   std::vector<int64_t> mlp_only_layers;  // Qwen only
 

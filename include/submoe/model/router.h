@@ -45,4 +45,11 @@ struct ExpertGroups {
 };
 void group_by_expert(const Routing& routing, size_t num_experts, ExpertGroups* out);
 
+// out[tokens[i]] += weights[slots[i]] * y[i] over the rows y [n, H] of one
+// expert's outputs (n = tokens.size() = slots.size()). Every path that combines
+// routed experts (the forward pass, calibration) calls it one expert after the
+// other in ascending id, as HF's index_add_, so their sums round alike.
+void add_expert_rows(const float* y, std::span<const uint32_t> tokens, std::span<const uint32_t> slots,
+                     std::span<const float> weights, size_t H, float* out);
+
 }  // namespace submoe::model

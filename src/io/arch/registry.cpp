@@ -1,6 +1,7 @@
 // The architecture registry: one line per descriptor. Lookups iterate over it;
 // an unknown model_type is an error listing what is here.
 #include <array>
+#include <cmath>
 
 #include "descriptors.h"
 
@@ -95,6 +96,8 @@ Status check_common_forward(const MoeModelConfig& c) {
   }
   if (any_dense) SUBMOE_RETURN_IF_ERROR(positive(c.intermediate_size, "intermediate_size"));
   if (c.clip_qkv && !(*c.clip_qkv > 0.0)) return invalid_argument("config: clip_qkv must be positive when set");
+  if (!(c.routed_scaling_factor > 0.0) || !std::isfinite(c.routed_scaling_factor))
+    return invalid_argument("config: routed_scaling_factor must be positive and finite");
   return Status::ok();
 }
 

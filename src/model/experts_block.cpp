@@ -1,7 +1,7 @@
-// Feed-forward blocks: the routed-expert block (doc §1.6: softmax_fp32 router,
-// top-k, optional renormalisation, y = sum_j w_j Expert_j(x) accumulated in
-// ascending expert order, plus Qwen2-MoE's sigmoid-gated shared expert) and the
-// dense SwiGLU MLP of non-sparse layers.
+// The routed experts of one sparse layer (doc §1.6): routing through the
+// decoder layer's router, each active expert run on its tokens (fetched through
+// the expert provider, in parallel where it pays), y = sum_j w_j Expert_j(x)
+// accumulated in ascending expert order; and the SwiGLU every MLP uses.
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -40,18 +40,17 @@ void run_expert(const BlockContext& ctx, const ExpertOps& ops, size_t e, Session
   if (ctx.profile) ctx.profile->add_expert_op(*ops.gate, ScopedOpTimer::elapsed_ns(t0));
 }
 
-Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
+}  // namespace
+
+Status routed_experts_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
   const MoeModel& m = ctx.model;
   const io::MoeModelConfig& c = m.config();
-  const LayerWeights& L = m.weights().layers[layer];
   Session::Scratch& s = ctx.s;
   const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size);
   const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.num_experts_per_tok);
 
   std::optional<ScopedOpTimer> phase(std::in_place, ctx.profile, OpClass::kRouter);
-  s.router_logits.resize(T * E);
-  L.router->forward(s.x.data(), T, s.router_logits.data(), ctx.pool);
-  route_softmax_top_k(s.router_logits, T, E, k, c.norm_topk_prob, &s.routing);
+  route_layer(m, layer, s.x.data(), T, &s.router_logits, &s.routing, ctx.pool);
   if (observer) observer(static_cast<int>(layer), ctx.rows.position[0], s.routing);
   group_by_expert(s.routing, E, &s.groups);
   s.active.clear();
@@ -93,30 +92,11 @@ Status sparse_block(const BlockContext& ctx, size_t layer, const RoutingObserver
   std::fill(s.block.begin(), s.block.begin() + static_cast<ptrdiff_t>(T * H), 0.0f);
   for (int e : s.active) {
     const size_t begin = s.groups.offsets[static_cast<size_t>(e)], n = s.groups.count(static_cast<size_t>(e));
-    for (size_t i = 0; i < n; ++i) {
-      const float w = s.routing.weights[s.groups.slots[begin + i]];
-      const float* y = &s.expert_out[(begin + i) * H];
-      float* out = &s.block[s.groups.tokens[begin + i] * H];
-      for (size_t d = 0; d < H; ++d) out[d] += y[d] * w;
-    }
-  }
-
-  if (L.shared_expert.gate) {
-    phase.emplace(ctx.profile, OpClass::kSharedExpert);
-    s.shared_out.resize(T * H);
-    s.gate_scalar.resize(T);
-    swiglu(*L.shared_expert.gate, *L.shared_expert.up, *L.shared_expert.down, s.x.data(), T, s.shared_out.data(),
-           s.threads[0].g, s.threads[0].u, ctx.pool);
-    L.shared_expert_gate->forward(s.x.data(), T, s.gate_scalar.data(), ctx.pool);
-    for (size_t t = 0; t < T; ++t) {
-      const float g = sigmoid(s.gate_scalar[t]);
-      for (size_t d = 0; d < H; ++d) s.block[t * H + d] += g * s.shared_out[t * H + d];
-    }
+    add_expert_rows(&s.expert_out[begin * H], std::span(s.groups.tokens).subspan(begin, n),
+                    std::span(s.groups.slots).subspan(begin, n), s.routing.weights, H, s.block.data());
   }
   return Status::ok();
 }
-
-}  // namespace
 
 void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,
             std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
@@ -127,15 +107,6 @@ void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, cons
   up.forward(x, n, u.data(), pool);
   silu_mul(g.data(), u.data(), n * inner);
   down.forward(g.data(), n, out, pool);
-}
-
-Status ffn_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
-  const LayerWeights& L = ctx.model.weights().layers[layer];
-  if (L.sparse) return sparse_block(ctx, layer, observer);
-  ScopedOpTimer timer(ctx.profile, OpClass::kDenseMlp);
-  swiglu(*L.mlp.gate, *L.mlp.up, *L.mlp.down, ctx.s.x.data(), ctx.num_tokens, ctx.s.block.data(), ctx.s.threads[0].g,
-         ctx.s.threads[0].u, ctx.pool);
-  return Status::ok();
 }
 
 }  // namespace submoe::model::detail
