@@ -11,8 +11,7 @@ namespace submoe::model {
 LayerRunner::LayerRunner(const MoeModel& model, ThreadPool* pool)
     : model_(model),
       pool_(pool),
-      cache_(static_cast<size_t>(model.config().num_hidden_layers),
-             static_cast<size_t>(model.config().num_key_value_heads), static_cast<size_t>(model.config().head_dim)),
+      cache_(model.kv_shapes()),
       s_(Session::Scratch::for_pool(pool)) {}
 
 LayerRunner::~LayerRunner() = default;

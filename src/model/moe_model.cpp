@@ -124,6 +124,9 @@ Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, Mo
     const std::optional<int64_t> w = config.sliding_window_for_layer(l);
     if (w && *w <= 0) return invalid_argument("config: sliding_window must be positive");
     m->windows_.push_back(w ? static_cast<size_t>(*w) : 0);
+    // Grouped-query attention: keys and values of every KV head after RoPE.
+    const auto heads = static_cast<size_t>(config.num_key_value_heads), d = static_cast<size_t>(config.head_dim);
+    m->kv_shapes_.push_back(KvLayerShape{heads, d, d});
   }
   m->config_ = std::move(config);
   m->weights_ = std::move(weights);

@@ -53,8 +53,7 @@ Status forward_rows(const BlockContext& ctx, std::span<const int32_t> tokens, co
 Session::Session(const MoeModel& model, ThreadPool* pool)
     : model_(model),
       pool_(pool),
-      cache_(static_cast<size_t>(model.config().num_hidden_layers),
-             static_cast<size_t>(model.config().num_key_value_heads), static_cast<size_t>(model.config().head_dim)),
+      cache_(model.kv_shapes()),
       scratch_(Scratch::for_pool(pool)) {}
 
 Session::~Session() = default;

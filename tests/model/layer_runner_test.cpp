@@ -140,6 +140,20 @@ TEST(DecoderLayer, RoutedScalingFactorScalesTheRoutedWeightsOnly) {
   }
 }
 
+// A GQA model's sessions keep keys and values of every KV head in every layer.
+TEST(DecoderLayer, KvCacheShapesFollowTheConfig) {
+  for (const char* arch : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"}) {
+    auto m = MoeModel::load(kFixtures + arch);
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    const io::MoeModelConfig& c = m.value()->config();
+    Session s(*m.value(), nullptr);
+    ASSERT_EQ(s.cache().num_layers(), static_cast<size_t>(c.num_hidden_layers)) << arch;
+    const auto kv = static_cast<size_t>(c.num_key_value_heads), d = static_cast<size_t>(c.head_dim);
+    for (size_t l = 0; l < s.cache().num_layers(); ++l) EXPECT_EQ(s.cache().layer_shape(l), (KvLayerShape{kv, d, d}));
+    EXPECT_EQ(s.cache().bytes_per_position(), static_cast<size_t>(c.num_hidden_layers) * 2 * kv * d * sizeof(float));
+  }
+}
+
 TEST(LayerRunner, RejectsTokensOutsideVocabulary) {
   auto m = MoeModel::load(kFixtures + "qwen3_moe");
   ASSERT_TRUE(m.is_ok());

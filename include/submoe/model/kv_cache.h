@@ -1,28 +1,43 @@
-// Key/value cache of one sequence: per layer, keys and values after RoPE in
-// float32, laid out [kv_head][position][head_dim] so that one query head streams
-// one contiguous block during attention.
+// Key/value cache of one sequence. Each layer has its own shape: `heads` rows of
+// keys `key_dim` wide and values `value_dim` wide per position, in float32, laid
+// out [head][position][dim] so that one query head streams one contiguous block
+// during attention. GQA layers store keys and values after RoPE (key_dim =
+// value_dim = head_dim); a latent layer (MLA) stores one row per position, the
+// compressed latent plus its RoPE key, with value_dim 0 (values are derived from
+// the latent). Memory per token is bytes_per_position().
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "submoe/core/aligned_buffer.h"
 #include "submoe/core/status.h"
 
 namespace submoe::model {
 
+struct KvLayerShape {
+  size_t heads = 0;
+  size_t key_dim = 0;
+  size_t value_dim = 0;
+  bool operator==(const KvLayerShape&) const = default;
+};
+
 class KvCache {
  public:
   KvCache() = default;
+  explicit KvCache(std::vector<KvLayerShape> layers);
+  // Every layer the same GQA shape: num_kv_heads heads of head_dim keys and values.
   KvCache(size_t num_layers, size_t num_kv_heads, size_t head_dim)
-      : num_layers_(num_layers), num_kv_heads_(num_kv_heads), head_dim_(head_dim) {}
+      : KvCache(std::vector<KvLayerShape>(num_layers, KvLayerShape{num_kv_heads, head_dim, head_dim})) {}
 
-  size_t num_layers() const { return num_layers_; }
-  size_t num_kv_heads() const { return num_kv_heads_; }
-  size_t head_dim() const { return head_dim_; }
+  size_t num_layers() const { return layers_.size(); }
+  const KvLayerShape& layer_shape(size_t layer) const { return layers_[layer]; }
   // Positions already stored (the next token's position).
   size_t length() const { return length_; }
   size_t capacity() const { return capacity_; }
+  // Bytes one position takes over all layers (keys and values).
+  size_t bytes_per_position() const { return (key_floats_ + value_floats_) * sizeof(float); }
 
   // Makes room for `positions` positions in total, keeping the stored ones.
   void reserve(size_t positions);
@@ -39,23 +54,31 @@ class KvCache {
   }
   void advance(size_t n) { length_ += n; }
 
-  float* key_row(size_t layer, size_t kv_head, size_t position) {
-    return keys_.data() + offset(layer, kv_head, position);
+  float* key_row(size_t layer, size_t head, size_t position) {
+    return keys_.data() + key_offset(layer, head, position);
   }
-  float* value_row(size_t layer, size_t kv_head, size_t position) {
-    return values_.data() + offset(layer, kv_head, position);
+  float* value_row(size_t layer, size_t head, size_t position) {
+    return values_.data() + value_offset(layer, head, position);
   }
-  const float* keys(size_t layer, size_t kv_head) const { return keys_.data() + offset(layer, kv_head, 0); }
-  const float* values(size_t layer, size_t kv_head) const { return values_.data() + offset(layer, kv_head, 0); }
+  const float* keys(size_t layer, size_t head) const { return keys_.data() + key_offset(layer, head, 0); }
+  const float* values(size_t layer, size_t head) const { return values_.data() + value_offset(layer, head, 0); }
 
-  size_t bytes() const { return 2 * keys_.size() * sizeof(float); }
+  // Bytes allocated (capacity positions).
+  size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(float); }
 
  private:
-  size_t offset(size_t layer, size_t kv_head, size_t position) const {
-    return ((layer * num_kv_heads_ + kv_head) * capacity_ + position) * head_dim_;
+  // Floats before `layer` per position of capacity: layer l's block starts at
+  // base[l] * capacity and holds heads x capacity x dim.
+  size_t key_offset(size_t layer, size_t head, size_t position) const {
+    return key_base_[layer] * capacity_ + (head * capacity_ + position) * layers_[layer].key_dim;
+  }
+  size_t value_offset(size_t layer, size_t head, size_t position) const {
+    return value_base_[layer] * capacity_ + (head * capacity_ + position) * layers_[layer].value_dim;
   }
 
-  size_t num_layers_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
+  std::vector<KvLayerShape> layers_;
+  std::vector<size_t> key_base_, value_base_;  // per layer: floats per position before it
+  size_t key_floats_ = 0, value_floats_ = 0;   // floats per position, all layers
   size_t length_ = 0, capacity_ = 0;
   AlignedBuffer<float> keys_, values_;
 };

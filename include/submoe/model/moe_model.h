@@ -45,6 +45,8 @@ class MoeModel {
   const Rope& rope() const { return rope_; }
   // Sliding window of each layer (0 = full causal attention).
   size_t window(size_t layer) const { return windows_[layer]; }
+  // What each layer keeps per position in a session's KV cache.
+  const std::vector<KvLayerShape>& kv_shapes() const { return kv_shapes_; }
   // Token ids that end generation: config.json eos_token_id (int or list).
   const std::vector<int64_t>& eos_token_ids() const { return config_.eos_token_ids; }
 
@@ -56,6 +58,7 @@ class MoeModel {
   ModelWeights weights_;
   Rope rope_;
   std::vector<size_t> windows_;
+  std::vector<KvLayerShape> kv_shapes_;
 };
 
 // RoPE parameters implied by a config (theta, scaling dict, YaRN's factor rule).
