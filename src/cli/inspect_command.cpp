@@ -15,6 +15,7 @@
 #include "submoe/io/hf_config.h"
 #include "submoe/io/param_stats.h"
 #include "submoe/io/safetensors.h"
+#include "submoe/model/moe_model.h"
 #include "submoe/runtime/artifact.h"
 #include "submoe/runtime/artifact_format.h"
 #include "submoe/runtime/artifact_model.h"
@@ -176,6 +177,13 @@ std::map<std::string, int64_t> tensors_per_dtype(const io::SafetensorsModel& m) 
   return out;
 }
 
+// A session's KV cache per position (float32, every layer).
+size_t kv_cache_bytes_per_token(const io::MoeModelConfig& c) {
+  size_t floats = 0;
+  for (const model::KvLayerShape& s : model::kv_cache_shapes(c)) floats += s.heads * (s.key_dim + s.value_dim);
+  return floats * sizeof(float);
+}
+
 nlohmann::ordered_json config_json(const io::MoeModelConfig& c) {
   nlohmann::ordered_json j;
   j["model_type"] = c.model_type;
@@ -200,6 +208,20 @@ nlohmann::ordered_json config_json(const io::MoeModelConfig& c) {
   j["rope_type"] = std::string(io::rope_type_name(c.rope_scaling.type));
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["dtype"] = c.dtype;
+  j["attention"] = c.attention == io::AttentionKind::kMla ? "mla" : "gqa";
+  if (c.attention == io::AttentionKind::kMla) {
+    j["q_lora_rank"] = c.q_lora_rank ? nlohmann::ordered_json(*c.q_lora_rank) : nlohmann::ordered_json(nullptr);
+    j["kv_lora_rank"] = c.kv_lora_rank;
+    j["qk_nope_head_dim"] = c.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = c.qk_rope_head_dim;
+    j["v_head_dim"] = c.v_head_dim;
+  }
+  j["num_shared_experts"] = c.num_shared_experts;
+  j["first_k_dense_replace"] = c.first_k_dense_replace;
+  j["routed_scaling_factor"] = c.routed_scaling_factor;
+  j["n_group"] = c.n_group;
+  j["topk_group"] = c.topk_group;
+  j["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(c);
   return j;
 }
 
@@ -292,9 +314,17 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
     if (c.has_shared_expert()) std::cout << ", shared expert of width " << c.shared_expert_intermediate_size;
     std::cout << "\nhidden:        " << c.hidden_size << ", expert width " << c.moe_intermediate_size;
     if (moe < c.num_hidden_layers) std::cout << ", dense MLP width " << c.intermediate_size;
-    std::cout << "\nattention:     " << c.num_attention_heads << " heads, " << c.num_key_value_heads
-              << " kv heads, head_dim " << c.head_dim << ", rope theta " << c.rope_theta << " ("
-              << io::rope_type_name(c.rope_scaling.type) << ")\n"
+    if (c.attention == io::AttentionKind::kMla) {
+      std::cout << "\nattention:     multi-head latent, " << c.num_attention_heads << " heads, kv_lora_rank "
+                << c.kv_lora_rank << ", q_lora_rank "
+                << (c.q_lora_rank ? std::to_string(*c.q_lora_rank) : std::string("none")) << ", qk "
+                << c.qk_nope_head_dim << "+" << c.qk_rope_head_dim << " (nope+rope), v " << c.v_head_dim;
+    } else {
+      std::cout << "\nattention:     " << c.num_attention_heads << " heads, " << c.num_key_value_heads
+                << " kv heads, head_dim " << c.head_dim;
+    }
+    std::cout << ", rope theta " << c.rope_theta << " (" << io::rope_type_name(c.rope_scaling.type) << ")\n"
+              << "kv cache:      " << kv_cache_bytes_per_token(c) << " bytes per token (float32)\n"
               << "vocab:         " << c.vocab_size << (c.tie_word_embeddings ? " (tied embeddings)" : "") << "\n";
     if (!c.dtype.empty()) std::cout << "dtype:         " << c.dtype << "\n";
   } else {

@@ -1,6 +1,6 @@
-// Projection configs: the submoe schema, DeepSeek-V2/V3 config.json (MLA
-// attention, which io::parse_hf_config does not model) and the HF MoE configs
-// io::parse_hf_config reads.
+// Projection configs: the submoe schema, or any config.json the architecture
+// registry reads (io::parse_hf_config; DeepSeek's MLA attention included).
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -69,56 +69,33 @@ Result<MoeShape> parse_schema(const json& j, std::string_view source) {
   SUBMOE_ASSIGN_OR_RETURN(const int64_t dense_layers, f.integer("dense_layers", false, 0, 0));
   SUBMOE_ASSIGN_OR_RETURN(s.dense_mlp_intermediate,
                           f.integer("dense_intermediate", dense_layers > 0, 0, dense_layers > 0 ? 1 : 0));
+  // Attention: per-layer parameters given directly (any attention kind, e.g.
+  // MLA), else grouped-query widths.
+  SUBMOE_ASSIGN_OR_RETURN(const int64_t attention, f.integer("attention_params_per_layer", false, 0, 0));
   SUBMOE_ASSIGN_OR_RETURN(const int64_t q_width, f.integer("q_width", false, s.d_model, 1));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t kv_width, f.integer("kv_width", true, 0, 1));
+  SUBMOE_ASSIGN_OR_RETURN(const int64_t kv_width, f.integer("kv_width", attention == 0, 1, 1));
   SUBMOE_ASSIGN_OR_RETURN(s.vocab_size, f.integer("vocab_size", true, 0, 1));
   SUBMOE_ASSIGN_OR_RETURN(s.tied_embeddings, f.boolean("tied_embeddings", false));
   if (dense_layers >= s.num_layers) {
     return invalid_argument(f.where() + "dense_layers must be below num_layers (no MoE layer left)");
   }
   s.moe_layers = s.num_layers - dense_layers;
-  s.attention_params_per_layer = gqa_attention_params(s.d_model, q_width, kv_width);
+  s.attention_params_per_layer = attention > 0 ? attention : gqa_attention_params(s.d_model, q_width, kv_width);
   return s;
 }
 
-// DeepSeek-V2/V3: first_k_dense_replace dense layers, then MoE layers with
-// n_shared_experts shared experts; multi-head latent attention.
-Result<MoeShape> parse_deepseek(const json& j, std::string_view source) {
-  Fields f(j, source);
-  MoeShape s;
-  s.name = j.value("model_type", std::string("deepseek"));
-  SUBMOE_ASSIGN_OR_RETURN(s.num_layers, f.integer("num_hidden_layers", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.d_model, f.integer("hidden_size", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.num_experts, f.integer("n_routed_experts", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.top_k, f.integer("num_experts_per_tok", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.expert_intermediate, f.integer("moe_intermediate_size", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.num_shared_experts, f.integer("n_shared_experts", false, 0, 0));
-  s.shared_expert_intermediate = s.expert_intermediate;
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t dense_layers, f.integer("first_k_dense_replace", false, 0, 0));
-  SUBMOE_ASSIGN_OR_RETURN(s.dense_mlp_intermediate, f.integer("intermediate_size", dense_layers > 0, 0, 0));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t moe_freq, f.integer("moe_layer_freq", false, 1, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.vocab_size, f.integer("vocab_size", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(s.tied_embeddings, f.boolean("tie_word_embeddings", false));
-  if (dense_layers >= s.num_layers) return invalid_argument(f.where() + "first_k_dense_replace >= num_hidden_layers");
-  // HF DeepseekV3: layer i is MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0.
-  s.moe_layers = 0;
-  for (int64_t i = dense_layers; i < s.num_layers; ++i) s.moe_layers += (i % moe_freq == 0) ? 1 : 0;
-  if (s.moe_layers == 0) return invalid_argument(f.where() + "no MoE layer");
-
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t heads, f.integer("num_attention_heads", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t q_lora, f.integer("q_lora_rank", false, 0, 0));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t kv_lora, f.integer("kv_lora_rank", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t nope, f.integer("qk_nope_head_dim", true, 0, 1));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t rope, f.integer("qk_rope_head_dim", true, 0, 0));
-  SUBMOE_ASSIGN_OR_RETURN(const int64_t v_dim, f.integer("v_head_dim", true, 0, 1));
-  const int64_t d = s.d_model, qk = nope + rope;
-  // q: low-rank (down, norm, up) or one projection; kv: joint down projection to
-  // the latent plus the shared rope key, norm, up to per-head k_nope and v; o.
-  const int64_t q = q_lora > 0 ? d * q_lora + q_lora + q_lora * heads * qk : d * heads * qk;
-  const int64_t kv = d * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim);
-  const int64_t o = heads * v_dim * d;
-  s.attention_params_per_layer = q + kv + o;
-  return s;
+// Attention parameters of one layer. MLA (DeepSeek-V2/V3): q low-rank (down,
+// norm, up) or one projection; kv: a joint down projection to the latent plus
+// the shared RoPE key, its norm, the up projection to per-head k_nope and v; o.
+int64_t attention_params(const io::MoeModelConfig& c) {
+  if (c.attention != io::AttentionKind::kMla)
+    return gqa_attention_params(c.hidden_size, c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim);
+  const int64_t d = c.hidden_size, heads = c.num_attention_heads, rope = c.qk_rope_head_dim;
+  const int64_t qk = c.qk_nope_head_dim + rope, kv_lora = c.kv_lora_rank;
+  const int64_t q = c.q_lora_rank ? d * *c.q_lora_rank + *c.q_lora_rank + *c.q_lora_rank * heads * qk : d * heads * qk;
+  const int64_t kv = d * (kv_lora + rope) + kv_lora + kv_lora * heads * (c.qk_nope_head_dim + c.v_head_dim);
+  const int64_t o = heads * c.v_head_dim * d;
+  return q + kv + o;
 }
 
 Result<MoeShape> parse_hf(std::string_view text, std::string_view source) {
@@ -132,16 +109,16 @@ Result<MoeShape> parse_hf(std::string_view text, std::string_view source) {
   s.expert_intermediate = c.moe_intermediate_size;
   s.dense_mlp_intermediate = c.intermediate_size;
   if (c.has_shared_expert()) {
-    s.num_shared_experts = 1;
-    s.shared_expert_intermediate = c.shared_expert_intermediate_size;
+    // DeepSeek's n shared experts are one SwiGLU n times as wide: same parameters.
+    s.num_shared_experts = std::max<int64_t>(1, c.num_shared_experts);
+    s.shared_expert_intermediate = c.shared_expert_intermediate_size / s.num_shared_experts;
   }
   s.moe_layers = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) s.moe_layers += c.is_moe_layer(i) ? 1 : 0;
   if (s.moe_layers == 0 || s.num_experts <= 0 || s.top_k <= 0) {
     return invalid_argument(std::string(source) + ": the config has no routed-expert layer");
   }
-  s.attention_params_per_layer = gqa_attention_params(c.hidden_size, c.num_attention_heads * c.head_dim,
-                                                      c.num_key_value_heads * c.head_dim);
+  s.attention_params_per_layer = attention_params(c);
   s.vocab_size = c.vocab_size;
   s.tied_embeddings = c.tie_word_embeddings;
   return s;
@@ -168,11 +145,7 @@ Result<MoeShape> parse_projection_config(std::string_view json_text, std::string
                               "\")");
     }
     shape = parse_schema(j, source);
-  } else if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string() &&
-                                              (mt->get<std::string>() == "deepseek_v3" ||
-                                               mt->get<std::string>() == "deepseek_v2")) {
-    shape = parse_deepseek(j, source);
-  } else if (mt != j.end()) {
+  } else if (j.contains("model_type") || j.contains("architectures")) {
     shape = parse_hf(json_text, source);
   } else {
     return invalid_argument(std::string(source) +

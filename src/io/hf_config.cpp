@@ -174,7 +174,8 @@ const ArchitectureDescriptor& MoeModelConfig::descriptor() const { return archit
 bool MoeModelConfig::is_moe_layer(int layer) const {
   if (layer < 0 || layer >= num_hidden_layers) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) return false;
-  return num_experts > 0 && decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
+  return num_experts > 0 && layer >= first_k_dense_replace && decoder_sparse_step > 0 &&
+         (layer + 1) % decoder_sparse_step == 0;
 }
 
 std::optional<int64_t> MoeModelConfig::sliding_window_for_layer(int layer) const {
@@ -201,6 +202,7 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
   c.decoder_sparse_step = 1;
   arch->set_defaults(&c);
   c.model_type = std::string(arch->model_type);
+  if (f.present("model_type")) SUBMOE_RETURN_IF_ERROR(f.get_string("model_type", &c.model_type));  // an alias stays
   SUBMOE_RETURN_IF_ERROR(f.get_string_list("architectures", &c.architectures));
 
   SUBMOE_RETURN_IF_ERROR(f.get_int("vocab_size", &c.vocab_size));
@@ -302,7 +304,7 @@ Result<MoeModelConfig> parse_hf_config(std::string_view json_text, std::string_v
                                                 std::to_string(c.num_experts) + ")");
     SUBMOE_RETURN_IF_ERROR(require_positive(f, "moe_intermediate_size", c.moe_intermediate_size));
   }
-  if (arch->dense_mlp_layers && any_moe)
+  if (arch->mlp_only_layers_key && any_moe)
     SUBMOE_RETURN_IF_ERROR(require_positive(f, "decoder_sparse_step", c.decoder_sparse_step));
   bool any_dense = false;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) any_dense = any_dense || !c.is_moe_layer(static_cast<int>(i));

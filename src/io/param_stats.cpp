@@ -86,7 +86,8 @@ TensorClass classify_tensor(std::string_view name, std::optional<Architecture> a
       return c;
     }
   }
-  if (contains(name, ".shared_expert.") || contains(name, ".shared_expert_gate.")) {
+  if (contains(name, ".shared_expert.") || contains(name, ".shared_expert_gate.") ||
+      contains(name, ".shared_experts.")) {
     c.role = TensorRole::kSharedExpert;
   } else if (name.ends_with(router)) {
     c.role = TensorRole::kRouter;

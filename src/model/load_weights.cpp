@@ -212,9 +212,13 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io
   SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, DenseClass::kRouter, c.num_experts, H));
   if (arch.has_shared_expert) {
     SUBMOE_ASSIGN_OR_RETURN(L->shared_expert,
-                            load_swiglu(src, block + ".shared_expert", DenseClass::kSharedExpert, H,
-                                        c.shared_expert_intermediate_size));
-    SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate, src.linear(block + ".shared_expert_gate.weight", DenseClass::kRouter, 1, H));
+                            load_swiglu(src, block + "." + std::string(arch.shared_expert_module),
+                                        DenseClass::kSharedExpert, H, c.shared_expert_intermediate_size));
+    if (!arch.shared_expert_gate.empty()) {
+      SUBMOE_ASSIGN_OR_RETURN(L->shared_expert_gate,
+                              src.linear(block + "." + std::string(arch.shared_expert_gate) + ".weight",
+                                         DenseClass::kRouter, 1, H));
+    }
   }
   if (experts) {
     SUBMOE_ASSIGN_OR_RETURN(*experts, load_layer_experts(src, c, arch, layer));

@@ -105,10 +105,22 @@ Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescript
       SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.gate.get(), I, H, p + "shared_expert.gate_proj"));
       SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.up.get(), I, H, p + "shared_expert.up_proj"));
       SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.down.get(), H, I, p + "shared_expert.down_proj"));
-      SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert_gate.get(), 1, H, p + "shared_expert_gate"));
+      if (!arch.shared_expert_gate.empty())
+        SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert_gate.get(), 1, H, p + "shared_expert_gate"));
     }
   }
   return Status::ok();
+}
+
+std::vector<KvLayerShape> kv_cache_shapes(const io::MoeModelConfig& c) {
+  KvLayerShape shape;
+  if (c.attention == io::AttentionKind::kMla) {
+    shape = {1, static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim), 0};
+  } else {
+    const auto d = static_cast<size_t>(c.head_dim);
+    shape = {static_cast<size_t>(c.num_key_value_heads), d, d};
+  }
+  return std::vector<KvLayerShape>(static_cast<size_t>(c.num_hidden_layers), shape);
 }
 
 Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, ModelWeights weights) {
@@ -124,10 +136,8 @@ Result<std::unique_ptr<MoeModel>> MoeModel::create(io::MoeModelConfig config, Mo
     const std::optional<int64_t> w = config.sliding_window_for_layer(l);
     if (w && *w <= 0) return invalid_argument("config: sliding_window must be positive");
     m->windows_.push_back(w ? static_cast<size_t>(*w) : 0);
-    // Grouped-query attention: keys and values of every KV head after RoPE.
-    const auto heads = static_cast<size_t>(config.num_key_value_heads), d = static_cast<size_t>(config.head_dim);
-    m->kv_shapes_.push_back(KvLayerShape{heads, d, d});
   }
+  m->kv_shapes_ = kv_cache_shapes(config);
   m->config_ = std::move(config);
   m->weights_ = std::move(weights);
   return m;

@@ -17,11 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "qwen2_moe and qwen3_moe": the families with dense MLP layers.
+// "qwen2_moe and qwen3_moe": the families whose dense layers are listed by mlp_only_layers.
 std::string dense_layer_model_types() {
   std::vector<std::string_view> names;
   for (const io::ArchitectureDescriptor* d : io::architecture_registry())
-    if (d->dense_mlp_layers) names.push_back(d->model_type);
+    if (d->mlp_only_layers_key) names.push_back(d->model_type);
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) {
     if (i > 0) s += i + 1 == names.size() ? " and " : ", ";
@@ -196,7 +196,7 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
     vocab = 32000;
   }
 
-  if (!s.mlp_only_layers.empty() && !arch.dense_mlp_layers)
+  if (!s.mlp_only_layers.empty() && !arch.mlp_only_layers_key)
     return invalid_argument("--mlp-only-layers applies to " + dense_layer_model_types() + " only");
   std::set<int64_t> dense(s.mlp_only_layers.begin(), s.mlp_only_layers.end());
   for (int64_t l : s.mlp_only_layers)
@@ -223,7 +223,7 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
   c.intermediate_size = arch.dense_mlp_layers ? (s.dense_ffn > 0 ? s.dense_ffn : 4 * s.ffn) : s.ffn;
   c.dtype = s.dtype == io::DType::kBF16 ? "bfloat16" : "float32";
   if (arch.has_shared_expert) c.shared_expert_intermediate_size = s.shared_ffn > 0 ? s.shared_ffn : 4 * s.ffn;
-  if (arch.dense_mlp_layers) c.mlp_only_layers.assign(dense.begin(), dense.end());
+  if (arch.mlp_only_layers_key) c.mlp_only_layers.assign(dense.begin(), dense.end());
   // The family's released checkpoints: eps, theta, top-k renormalisation, biases, layer rules.
   arch.synth_defaults(&c);
   if (tokenizer) {

@@ -70,8 +70,9 @@ std::vector<CheckpointTensor> checkpoint_layout(const io::MoeModelConfig& c) {
     const std::string block = sparse_block_prefix(arch, layer);
     add(&out, block + ".gate.weight", {c.num_experts, H}, SynthInit::kRouter);
     if (arch.has_shared_expert) {
-      add_swiglu(&out, block + ".shared_expert", H, c.shared_expert_intermediate_size);
-      add(&out, block + ".shared_expert_gate.weight", {1, H}, SynthInit::kNormal);
+      add_swiglu(&out, block + "." + std::string(arch.shared_expert_module), H, c.shared_expert_intermediate_size);
+      if (!arch.shared_expert_gate.empty())
+        add(&out, block + "." + std::string(arch.shared_expert_gate) + ".weight", {1, H}, SynthInit::kNormal);
     }
     for (int e = 0; e < c.num_experts; ++e) {
       add(&out, expert_tensor_name(arch, layer, e, io::ExpertProjection::kGate), {I, H}, SynthInit::kNormal);

@@ -68,6 +68,58 @@ TEST(ProjectionParams, DeepSeekV3MatchesPublishedSize) {
   EXPECT_NEAR(p->active / 1e9, 37.0, 0.5);
 }
 
+// The DeepSeek-V3 config.json gives the same figures as the equivalent submoe
+// projection config (MLA attention written as its per-layer count), and a
+// Kimi-K2-shaped config (model_type kimi_k2, 384 experts) matches Kimi-K2's
+// published 1 T total and 32 B active parameters.
+TEST(ProjectionParams, DeepSeekAndKimiConfigsEqualTheirProjectionConfigs) {
+  const std::string hf = R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61,
+    "first_k_dense_replace": 3, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "moe_intermediate_size": 2048, "intermediate_size": 18432, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280, "n_group": 8, "topk_group": 4})";
+  // q: 7168*1536 + 1536 + 1536*128*192; kv: 7168*576 + 512 + 512*128*256; o: 128*128*7168.
+  const int64_t mla = 7168LL * 1536 + 1536 + 1536LL * 128 * 192 + 7168LL * 576 + 512 + 512LL * 128 * 256 +
+                      128LL * 128 * 7168;
+  const std::string schema = R"({"format": "submoe-projection-config", "version": 1, "num_layers": 61,
+    "d_model": 7168, "num_experts": 256, "num_shared_experts": 1, "top_k": 8, "expert_intermediate": 2048,
+    "shared_expert_intermediate": 2048, "dense_layers": 3, "dense_intermediate": 18432, "vocab_size": 129280,
+    "attention_params_per_layer": )" + std::to_string(mla) + "}";
+  auto a = parse_projection_config(hf, "dsv3");
+  auto b = parse_projection_config(schema, "schema");
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(a->attention_params_per_layer, mla);
+  auto pa = count_params(*a), pb = count_params(*b);
+  ASSERT_TRUE(pa.is_ok() && pb.is_ok());
+  EXPECT_DOUBLE_EQ(pa->total, pb->total);
+  EXPECT_DOUBLE_EQ(pa->active, pb->active);
+  EXPECT_DOUBLE_EQ(pa->routed, pb->routed);
+  EXPECT_DOUBLE_EQ(pa->shared, pb->shared);
+  EXPECT_DOUBLE_EQ(pa->attention, pb->attention);
+  EXPECT_DOUBLE_EQ(pa->dense_active, pb->dense_active);
+
+  std::string kimi = hf;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"\"deepseek_v3\"", "\"kimi_k2\""},
+                          {"\"n_routed_experts\": 256", "\"n_routed_experts\": 384"},
+                          {"\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1"},
+                          {"\"num_attention_heads\": 128", "\"num_attention_heads\": 64"},
+                          {"\"num_key_value_heads\": 128", "\"num_key_value_heads\": 64"},
+                          {"\"vocab_size\": 129280", "\"vocab_size\": 163840"},
+                          {"\"n_group\": 8, \"topk_group\": 4", "\"n_group\": 1, \"topk_group\": 1"}}) {
+    const size_t at = kimi.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    kimi.replace(at, from.size(), to);
+  }
+  auto k = parse_projection_config(kimi, "kimi");
+  ASSERT_TRUE(k.is_ok()) << k.status().to_string();
+  EXPECT_EQ(k->moe_layers, 60);
+  auto pk = count_params(*k);
+  ASSERT_TRUE(pk.is_ok());
+  EXPECT_NEAR(pk->total / 1e12, 1.04, 0.02);
+  EXPECT_NEAR(pk->active / 1e9, 32.5, 1.0);
+}
+
 // HF config.json path: the parameter count equals the element count of the
 // fixture checkpoint's tensors.
 TEST(ProjectionParams, MixtralFixtureMatchesCheckpoint) {

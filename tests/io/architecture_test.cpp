@@ -70,58 +70,66 @@ TEST(ArchitectureRegistry, TensorNamesSpellTheHubLayout) {
 TEST(ArchitectureRegistry, WrittenConfigParsesBack) {
   for (const ArchitectureDescriptor* d : architecture_registry()) {
     SCOPED_TRACE(std::string(d->model_type));
-    MoeModelConfig c;
-    c.architecture = d->id;
-    c.model_type = std::string(d->model_type);
-    c.vocab_size = 96;
-    c.hidden_size = 32;
-    c.num_hidden_layers = 3;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 8;
-    c.max_position_embeddings = 64;
-    c.num_experts = 6;
-    c.num_experts_per_tok = 2;
-    c.moe_intermediate_size = 16;
-    c.intermediate_size = d->dense_mlp_layers ? 48 : 16;
-    if (d->has_shared_expert) c.shared_expert_intermediate_size = 40;
-    if (d->dense_mlp_layers) c.mlp_only_layers = {1};
-    d->synth_defaults(&c);
-    ASSERT_TRUE(check_forward_supported(c).is_ok()) << check_forward_supported(c).to_string();
+    nlohmann::json in = {{"model_type", d->model_type}, {"vocab_size", 96}, {"hidden_size", 32},
+                         {"num_hidden_layers", 3},      {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                         {"max_position_embeddings", 64}, {"num_experts", 6}, {"num_experts_per_tok", 2},
+                         {"moe_intermediate_size", 16}, {"intermediate_size", d->dense_mlp_layers ? 48 : 16}};
+    if (d->has_shared_expert && d->shared_expert_gate.empty()) {  // DeepSeek: MLA, groups, dense first layer
+      in.erase("num_experts");
+      in.update({{"n_routed_experts", 6}, {"num_key_value_heads", 4}, {"n_group", 2}, {"topk_group", 1},
+                 {"first_k_dense_replace", 1}, {"kv_lora_rank", 12}, {"q_lora_rank", 10}, {"qk_nope_head_dim", 6},
+                 {"qk_rope_head_dim", 4}, {"v_head_dim", 5}, {"n_shared_experts", 2}, {"topk_method", "group_limited_greedy"}});
+    }
+    if (d->has_shared_expert && !d->shared_expert_gate.empty()) in["shared_expert_intermediate_size"] = 40;
+    if (d->mlp_only_layers_key) in["mlp_only_layers"] = {1};
+    auto c = parse_hf_config(in.dump(), "in.json");
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    ASSERT_TRUE(check_common_forward(*c).is_ok()) << check_common_forward(*c).to_string();
+    d->synth_defaults(&*c);
     nlohmann::json j;
-    j["model_type"] = c.model_type;
-    j["vocab_size"] = c.vocab_size;
-    j["hidden_size"] = c.hidden_size;
-    j["num_hidden_layers"] = c.num_hidden_layers;
-    j["num_attention_heads"] = c.num_attention_heads;
-    j["num_key_value_heads"] = c.num_key_value_heads;
-    j["max_position_embeddings"] = c.max_position_embeddings;
-    j["num_experts_per_tok"] = c.num_experts_per_tok;
-    j["rms_norm_eps"] = c.rms_norm_eps;
-    j["rope_theta"] = c.rope_theta;
-    d->write_config_fields(c, &j);
+    j["model_type"] = c->model_type;
+    j["vocab_size"] = c->vocab_size;
+    j["hidden_size"] = c->hidden_size;
+    j["num_hidden_layers"] = c->num_hidden_layers;
+    j["num_attention_heads"] = c->num_attention_heads;
+    j["num_key_value_heads"] = c->num_key_value_heads;
+    j["max_position_embeddings"] = c->max_position_embeddings;
+    j["num_experts_per_tok"] = c->num_experts_per_tok;
+    j["rms_norm_eps"] = c->rms_norm_eps;
+    j["rope_theta"] = c->rope_theta;
+    d->write_config_fields(*c, &j);
     auto back = parse_hf_config(j.dump(), "written.json");
     ASSERT_TRUE(back.is_ok()) << back.status().to_string();
     EXPECT_EQ(back->architecture, d->id);
-    EXPECT_EQ(back->num_experts, c.num_experts);
-    EXPECT_EQ(back->moe_intermediate_size, c.moe_intermediate_size);
-    EXPECT_EQ(back->intermediate_size, c.intermediate_size);
-    EXPECT_EQ(back->shared_expert_intermediate_size, c.shared_expert_intermediate_size);
-    EXPECT_EQ(back->mlp_only_layers, c.mlp_only_layers);
-    EXPECT_EQ(back->norm_topk_prob, c.norm_topk_prob);
-    EXPECT_EQ(back->qkv_bias, c.qkv_bias);
-    EXPECT_EQ(back->o_proj_bias, c.o_proj_bias);
-    EXPECT_EQ(back->qk_norm, c.qk_norm);
-    EXPECT_EQ(back->rms_norm_eps, c.rms_norm_eps);
-    EXPECT_EQ(back->rope_theta, c.rope_theta);
-    if (d->explicit_head_dim) {
-      EXPECT_EQ(back->head_dim, c.head_dim);
+    EXPECT_EQ(back->num_experts, c->num_experts);
+    EXPECT_EQ(back->moe_intermediate_size, c->moe_intermediate_size);
+    EXPECT_EQ(back->intermediate_size, c->intermediate_size);
+    EXPECT_EQ(back->shared_expert_intermediate_size, c->shared_expert_intermediate_size);
+    EXPECT_EQ(back->num_shared_experts, c->num_shared_experts);
+    EXPECT_EQ(back->mlp_only_layers, c->mlp_only_layers);
+    EXPECT_EQ(back->first_k_dense_replace, c->first_k_dense_replace);
+    EXPECT_EQ(back->norm_topk_prob, c->norm_topk_prob);
+    EXPECT_EQ(back->routed_scaling_factor, c->routed_scaling_factor);
+    EXPECT_EQ(back->router_selection, c->router_selection);
+    EXPECT_EQ(back->n_group, c->n_group);
+    EXPECT_EQ(back->topk_group, c->topk_group);
+    EXPECT_EQ(back->attention, c->attention);
+    EXPECT_EQ(back->q_lora_rank, c->q_lora_rank);
+    EXPECT_EQ(back->kv_lora_rank, c->kv_lora_rank);
+    EXPECT_EQ(back->qk_nope_head_dim, c->qk_nope_head_dim);
+    EXPECT_EQ(back->qk_rope_head_dim, c->qk_rope_head_dim);
+    EXPECT_EQ(back->v_head_dim, c->v_head_dim);
+    EXPECT_EQ(back->rope_interleave, c->rope_interleave);
+    EXPECT_EQ(back->qkv_bias, c->qkv_bias);
+    EXPECT_EQ(back->o_proj_bias, c->o_proj_bias);
+    EXPECT_EQ(back->qk_norm, c->qk_norm);
+    EXPECT_EQ(back->rms_norm_eps, c->rms_norm_eps);
+    EXPECT_EQ(back->rope_theta, c->rope_theta);
+    EXPECT_EQ(back->head_dim, c->head_dim);
+    for (int l = 0; l < c->num_hidden_layers; ++l) {
+      EXPECT_EQ(back->is_moe_layer(l), c->is_moe_layer(l)) << "layer " << l;
+      EXPECT_EQ(back->sliding_window_for_layer(l), c->sliding_window_for_layer(l)) << "layer " << l;
     }
-    for (int l = 0; l < c.num_hidden_layers; ++l) {
-      EXPECT_EQ(back->is_moe_layer(l), c.is_moe_layer(l)) << "layer " << l;
-      EXPECT_EQ(back->sliding_window_for_layer(l), c.sliding_window_for_layer(l)) << "layer " << l;
-    }
-    EXPECT_TRUE(check_forward_supported(*back).is_ok());
   }
 }
 

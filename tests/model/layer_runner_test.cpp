@@ -154,6 +154,24 @@ TEST(DecoderLayer, KvCacheShapesFollowTheConfig) {
   }
 }
 
+// Multi-head latent attention caches the compressed latent plus the shared RoPE
+// key per position and layer: (kv_lora_rank + qk_rope_head_dim) x layers x 4
+// bytes (float32), against 2 x heads x head_dim x layers x 4 for GQA.
+TEST(DecoderLayer, MlaKvCacheHoldsTheLatentAndTheRopeKey) {
+  auto c = io::parse_hf_config(R"({"model_type": "deepseek_v3", "num_hidden_layers": 61, "kv_lora_rank": 512,
+                                  "qk_rope_head_dim": 64, "num_attention_heads": 128, "num_key_value_heads": 128})",
+                               "dsv3.json");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  const std::vector<KvLayerShape> shapes = kv_cache_shapes(*c);
+  ASSERT_EQ(shapes.size(), 61u);
+  for (const KvLayerShape& s : shapes) EXPECT_EQ(s, (KvLayerShape{1, 512 + 64, 0}));
+  KvCache cache(shapes);
+  EXPECT_EQ(cache.bytes_per_position(), size_t{(512 + 64) * 61 * 4});
+  c->kv_lora_rank = 256;
+  c->qk_rope_head_dim = 32;
+  EXPECT_EQ(KvCache(kv_cache_shapes(*c)).bytes_per_position(), size_t{(256 + 32) * 61 * 4});
+}
+
 TEST(LayerRunner, RejectsTokensOutsideVocabulary) {
   auto m = MoeModel::load(kFixtures + "qwen3_moe");
   ASSERT_TRUE(m.is_ok());

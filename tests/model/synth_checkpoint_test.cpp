@@ -255,7 +255,22 @@ TEST(SynthCheckpoint, ConfigJsonUsesEachArchitecturesFieldsAndRoundTrips) {
         EXPECT_EQ(j["intermediate_size"], 24);
         EXPECT_TRUE(j["clip_qkv"].is_null());
         break;
+      case io::Architecture::kDeepseekV2:
+      case io::Architecture::kDeepseekV3:
+        ADD_FAILURE() << "no synthetic checkpoints of an architecture without a forward pass";
+        break;
     }
+  }
+}
+
+// Architectures whose forward pass is not implemented have no synthetic
+// checkpoints: the refusal names the architecture.
+TEST(SynthCheckpoint, ArchitecturesWithoutAForwardAreRefusedByName) {
+  for (io::Architecture arch : {io::Architecture::kDeepseekV2, io::Architecture::kDeepseekV3}) {
+    auto c = resolve_synth_config(tiny_spec(arch));
+    ASSERT_FALSE(c.is_ok());
+    EXPECT_EQ(c.status().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(c.status().message().find(io::architecture_model_type(arch)), std::string::npos) << c.status().message();
   }
 }
 

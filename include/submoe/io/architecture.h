@@ -35,6 +35,8 @@ struct ArchitectureDescriptor {
   Architecture id;
   std::string_view model_type;       // config.json "model_type"
   std::string_view causal_lm_class;  // its "architectures" entry (infers a missing model_type)
+  // Another model_type configs of this class carry (Kimi-K2: "kimi_k2"); empty if none.
+  std::string_view model_type_alias;
 
   // Hub names: layer i's router is "model.layers.{i}.<sparse_block>.gate.weight",
   // expert e's projections "model.layers.{i}.<sparse_block>.experts.{e}.<name>.weight".
@@ -43,15 +45,18 @@ struct ArchitectureDescriptor {
   // Another spelling of the sparse block some exports use (empty if none):
   // Mixtral's transformers-v5 in-memory (fused) names live under "mlp".
   std::string_view sparse_block_alias;
-  // A shared SwiGLU expert ("shared_expert") gated by sigmoid("shared_expert_gate" . x)
-  // in the sparse block.
+  // A shared SwiGLU expert in the sparse block: module "<shared_expert_module>",
+  // scaled by sigmoid("<shared_expert_gate>" . x) when that name is not empty.
   bool has_shared_expert = false;
+  std::string_view shared_expert_module;
+  std::string_view shared_expert_gate;
   // config.json head_dim is honoured (else head_dim = hidden / heads, as HF).
   bool explicit_head_dim = false;
-  // Dense MLP layers chosen by decoder_sparse_step / mlp_only_layers, with
-  // intermediate_size their width (else every layer is sparse and
-  // intermediate_size is the expert width).
+  // The family may have dense MLP layers, of width intermediate_size (else
+  // every layer is sparse and intermediate_size is the expert width).
   bool dense_mlp_layers = false;
+  // Those layers are chosen by decoder_sparse_step / mlp_only_layers (Qwen).
+  bool mlp_only_layers_key = false;
 
   // config.json: the config class's defaults, then the keys only this family
   // has (read after the common ones; `root` is the whole object).

@@ -23,10 +23,10 @@ namespace submoe::io {
 
 // The registered architectures: each value has one descriptor
 // (submoe/io/architecture.h) that owns everything the family means.
-enum class Architecture { kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe };
+enum class Architecture { kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe, kDeepseekV2, kDeepseekV3 };
 struct ArchitectureDescriptor;
 
-// The config.json model_type: "mixtral", "qwen2_moe", "qwen3_moe", "olmoe".
+// The config.json model_type: "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", ...
 std::string_view architecture_model_type(Architecture arch);
 // kUnsupported (listing the supported types) for anything else.
 Result<Architecture> parse_model_type(std::string_view model_type);
@@ -65,6 +65,19 @@ enum class QkNorm {
   kNone,
   kPerHead,          // Qwen3-MoE: over head_dim, weight [head_dim]
   kWholeProjection,  // OLMoE: over nH*D / nKV*D before reshaping, weight [nH*D] / [nKV*D]
+};
+
+// How a layer attends: grouped-query attention over per-head keys and values,
+// or DeepSeek's multi-head latent attention (a compressed KV latent plus one
+// shared RoPE key per position).
+enum class AttentionKind { kGqa, kMla };
+
+// How the router picks a token's experts.
+enum class RouterSelection {
+  kSoftmaxTopK,        // top-k of softmax(logits) (Mixtral, Qwen, OLMoE; DeepSeek-V2 "greedy")
+  kSoftmaxGroupMax,    // DeepSeek-V2 "group_limited_greedy": groups ranked by their best softmax score
+  kSigmoidGroupTop2,   // DeepSeek-V3: sigmoid scores, selection on score + e_score_correction_bias,
+                       // groups ranked by the sum of their two best biased scores
 };
 
 struct MoeModelConfig {
@@ -115,8 +128,30 @@ struct MoeModelConfig {
   // Renormalise the top-k router weights: Mixtral always; others per config.
   bool norm_topk_prob = false;
   // The routed experts' weights are multiplied by it after top-k (and after
-  // renormalisation); 1 for every family registered so far.
+  // renormalisation): DeepSeek's routed_scaling_factor, 1 elsewhere.
   double routed_scaling_factor = 1.0;
+  RouterSelection router_selection = RouterSelection::kSoftmaxTopK;
+  // Group-limited selection: experts in n_group contiguous groups, only the
+  // best topk_group groups may be chosen (1 / 1 otherwise).
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  // DeepSeek: layers [0, first_k_dense_replace) have a dense MLP.
+  int64_t first_k_dense_replace = 0;
+  // DeepSeek's always-on shared experts, as one SwiGLU of
+  // shared_expert_intermediate_size = num_shared_experts * moe_intermediate_size
+  // (Qwen2-MoE: 1, its own width).
+  int64_t num_shared_experts = 0;
+
+  // Attention kind; the MLA fields hold for kMla only (head_dim is then
+  // qk_rope_head_dim, as transformers sets it).
+  AttentionKind attention = AttentionKind::kGqa;
+  std::optional<int64_t> q_lora_rank;  // null: one q_proj instead of q_a/q_b
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  // RoPE on interleaved pairs (x_2i, x_2i+1) instead of halves (DeepSeek-V3).
+  bool rope_interleave = false;
   int64_t decoder_sparse_step = 1;      // Qwen only (1 elsewhere)
   std::vector<int64_t> mlp_only_layers;  // Qwen only
 
@@ -132,8 +167,9 @@ struct MoeModelConfig {
   bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }
   // Whether decoder layer `layer` has the routed-expert block (else a dense MLP of
   // intermediate_size), exactly as the HF modeling code decides: iff layer is not
-  // in mlp_only_layers and num_experts > 0 and (layer + 1) % decoder_sparse_step
-  // == 0 (families without dense layers keep step 1 and no mlp_only_layers).
+  // in mlp_only_layers, layer >= first_k_dense_replace, num_experts > 0 and
+  // (layer + 1) % decoder_sparse_step == 0 (families without dense layers keep
+  // step 1, no mlp_only_layers and no first dense layers).
   bool is_moe_layer(int layer) const;
   // The attention window of `layer` (keys j with j > i - window are visible), or
   // none for full causal attention. layer_types, when present, decides which

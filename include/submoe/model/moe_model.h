@@ -61,6 +61,12 @@ class MoeModel {
   std::vector<KvLayerShape> kv_shapes_;
 };
 
+// What each layer of `config` keeps per position in a KV cache: grouped-query
+// attention keeps num_key_value_heads keys and values of head_dim; multi-head
+// latent attention one row of kv_lora_rank + qk_rope_head_dim (the compressed
+// latent and the shared RoPE key) and no values.
+std::vector<KvLayerShape> kv_cache_shapes(const io::MoeModelConfig& config);
+
 // RoPE parameters implied by a config (theta, scaling dict, YaRN's factor rule).
 Result<RopeParams> rope_params_from_config(const io::MoeModelConfig& config);
 

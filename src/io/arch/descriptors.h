@@ -13,6 +13,8 @@ extern const ArchitectureDescriptor kMixtral;
 extern const ArchitectureDescriptor kQwen2Moe;
 extern const ArchitectureDescriptor kQwen3Moe;
 extern const ArchitectureDescriptor kOlmoe;
+extern const ArchitectureDescriptor kDeepseekV2;
+extern const ArchitectureDescriptor kDeepseekV3;
 
 // Qwen2-MoE and Qwen3-MoE share their layer rules and these keys:
 // moe_intermediate_size, norm_topk_prob, decoder_sparse_step, mlp_only_layers,
@@ -22,5 +24,15 @@ bool qwen_layer_slides(const MoeModelConfig& c, int layer);
 void write_qwen_moe_fields(const MoeModelConfig& c, nlohmann::json* j);
 // Qwen synth-model layer rules: one sparse step, no sliding layer.
 void qwen_synth_layers(MoeModelConfig* c);
+
+// DeepSeek-V2 and -V3 share multi-head latent attention, n_routed_experts,
+// n_shared_experts, first_k_dense_replace and routed_scaling_factor; each
+// checks its own router keys after this.
+Status parse_deepseek_fields(const ConfigFields& f, MoeModelConfig* c);
+// Group-limited routing must be able to pick k experts from topk_group of
+// n_group equal groups (each of at least `min_group` experts).
+Status check_router_groups(const ConfigFields& f, const MoeModelConfig& c, int64_t min_group);
+Status check_deepseek_forward(const MoeModelConfig& c);
+void write_deepseek_fields(const MoeModelConfig& c, nlohmann::json* j);
 
 }  // namespace submoe::io::arch

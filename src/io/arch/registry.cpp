@@ -8,11 +8,13 @@
 namespace submoe::io {
 namespace {
 
-constexpr std::array<const ArchitectureDescriptor*, 4> kRegistry{
+constexpr std::array<const ArchitectureDescriptor*, 6> kRegistry{
     &arch::kMixtral,
     &arch::kQwen2Moe,
     &arch::kQwen3Moe,
     &arch::kOlmoe,
+    &arch::kDeepseekV2,
+    &arch::kDeepseekV3,
 };
 
 }  // namespace
@@ -29,7 +31,7 @@ const ArchitectureDescriptor& architecture_descriptor(Architecture id) {
 
 Result<const ArchitectureDescriptor*> find_architecture(std::string_view model_type) {
   for (const ArchitectureDescriptor* d : kRegistry)
-    if (d->model_type == model_type) return d;
+    if (d->model_type == model_type || (!d->model_type_alias.empty() && d->model_type_alias == model_type)) return d;
   return unsupported("model_type '" + std::string(model_type) + "' is not supported (supported: " +
                      supported_model_types() + ")");
 }
@@ -45,6 +47,7 @@ std::string supported_model_types() {
   for (const ArchitectureDescriptor* d : kRegistry) {
     if (!s.empty()) s += ", ";
     s += d->model_type;
+    if (!d->model_type_alias.empty()) s.append(" (or ").append(d->model_type_alias).append(")");
   }
   return s;
 }
