@@ -13,7 +13,7 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 case "$kind" in
   release)  dir=build;          args=(-DCMAKE_BUILD_TYPE=Release -DSUBMOE_WERROR=ON) ;;
   sanitize) dir=build-sanitize; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSUBMOE_WERROR=ON -DSUBMOE_SANITIZE=ON -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF) ;;
-  tsan)     dir=build-tsan;     args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_WERROR=ON -DSUBMOE_TSAN=ON -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF) ;;
+  tsan)     dir=build-tsan;     args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSUBMOE_WERROR=ON -DSUBMOE_TSAN=ON -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF) ;;
   debug)    dir=build-debug;    args=(-DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "usage: scripts/build.sh [release|sanitize|tsan|debug] [cmake args...]" >&2; exit 2 ;;
 esac

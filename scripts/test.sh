@@ -24,7 +24,8 @@ if [ "${SUBMOE_SKIP_SANITIZE:-0}" != 1 ]; then
 fi
 if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
   echo "== libFuzzer smoke runs: codec validators, safetensors, config.json, tokenizer.json, traces, manifest, chat templates"
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSUBMOE_FUZZ=ON \
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSUBMOE_FUZZ=ON \
     -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
   targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed
     chat_template)
