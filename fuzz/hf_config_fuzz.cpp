@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "submoe/io/architecture.h"
 #include "submoe/io/hf_config.h"
 
 #include "fuzz_input.h"
@@ -31,7 +32,9 @@ namespace {
 using submoe::fuzz::require;
 
 void check_config(const MoeModelConfig& c) {
-  require(c.model_type == architecture_model_type(c.architecture));
+  const ArchitectureDescriptor& d = c.descriptor();
+  require(d.id == c.architecture);
+  require(c.model_type == d.model_type || (!d.model_type_alias.empty() && c.model_type == d.model_type_alias));
   require(c.num_hidden_layers >= 1 && c.num_hidden_layers <= (int64_t{1} << 12));
   require(c.vocab_size >= 1 && c.vocab_size <= (int64_t{1} << 24));
   require(c.hidden_size >= 1 && c.hidden_size <= (int64_t{1} << 20));
@@ -51,6 +54,21 @@ void check_config(const MoeModelConfig& c) {
   for (const auto& t : c.layer_types) require(t == "full_attention" || t == "sliding_attention");
   if (c.sliding_window) require(*c.sliding_window > 0);
   if (c.clip_qkv) require(*c.clip_qkv > 0);
+  require(c.routed_scaling_factor > 0 && c.first_k_dense_replace >= 0 && c.num_shared_experts >= 0);
+  if (c.attention == AttentionKind::kMla) {
+    require(c.kv_lora_rank > 0 && c.qk_nope_head_dim > 0 && c.v_head_dim > 0);
+    require(c.qk_rope_head_dim > 0 && c.qk_rope_head_dim % 2 == 0 && c.head_dim == c.qk_rope_head_dim);
+    require(!c.q_lora_rank || *c.q_lora_rank > 0);
+    require(c.num_key_value_heads == c.num_attention_heads);
+  }
+  if (c.router_selection != RouterSelection::kSoftmaxTopK && c.num_experts > 0) {
+    require(c.n_group >= 1 && c.topk_group >= 1 && c.topk_group <= c.n_group && c.num_experts % c.n_group == 0);
+    require(c.num_experts_per_tok <= c.topk_group * (c.num_experts / c.n_group));
+  }
+  // Whatever parses has a descriptor whose forward check answers (yes or a
+  // refusal naming the reason), never a crash.
+  const Status forward = check_forward_supported(c);
+  require(forward.is_ok() || !forward.message().empty());
 
   const int layers = static_cast<int>(std::min<int64_t>(c.num_hidden_layers, 64));
   for (int i = 0; i < layers; ++i) {

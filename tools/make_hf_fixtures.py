@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build the Hugging Face parity fixtures for submoe's C++ tests (tests/fixtures/).
 
-For each architecture (mixtral, qwen2_moe, qwen3_moe, olmoe) this builds a tiny, seeded,
+For each architecture (mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek_v3 in two variants) this
+builds a tiny, seeded,
 float32 random checkpoint with transformers' own classes, saves it with save_pretrained
 together with a small real tokenizer, and records golden outputs computed by transformers
 (eager attention, fp32): prompt ids, full-prefill logits, per-layer hidden states, router
@@ -39,7 +40,7 @@ CORPORA = SHARED / "corpora"
 DEFAULT_OUT = REPO / "tests" / "fixtures"
 
 N_GENERATE = 8
-SIZE_LIMIT_BYTES = 4 * 1024 * 1024  # all model fixtures together
+SIZE_LIMIT_BYTES = 5 * 1024 * 1024  # all model fixtures together
 
 PROMPTS = [
     "The quick brown fox jumps.",
@@ -446,6 +447,41 @@ def fixture_specs(tok_sizes: dict) -> dict:
             clip_qkv=0.5, max_position_embeddings=512, rope_theta=20000.0,
             rms_norm_eps=1e-5, attention_bias=False, tie_word_embeddings=False,
             bos_token_id=None, eos_token_id=None, pad_token_id=None)),
+        # DeepSeek-V3: MLA with q LoRA, first layer dense, sigmoid + bias-corrected
+        # group-limited routing (4 groups of 2, keep 2), shared expert, interleaved YaRN RoPE
+        # with mscale != mscale_all_dim (cos/sin scaled by attention_scaling != 1, softmax
+        # scale times mscale(factor, mscale_all_dim)^2).
+        "deepseek_v3": ("qwen2_bytelevel", "DeepseekV3ForCausalLM", dict(
+            vocab_size=tok_sizes["qwen2_bytelevel"],
+            hidden_size=64, intermediate_size=64, moe_intermediate_size=16,
+            num_hidden_layers=3, first_k_dense_replace=1,
+            num_attention_heads=4, num_key_value_heads=4,
+            q_lora_rank=32, kv_lora_rank=32,
+            qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+            n_routed_experts=8, n_group=4, topk_group=2, num_experts_per_tok=2,
+            n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True,
+            max_position_embeddings=256, rope_theta=10000.0, rope_interleave=True,
+            rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                          "original_max_position_embeddings": 64,
+                          "beta_fast": 32.0, "beta_slow": 1.0,
+                          "mscale": 0.9, "mscale_all_dim": 1.0},
+            rms_norm_eps=1e-6, attention_bias=False, tie_word_embeddings=False,
+            bos_token_id=None, eos_token_id=None, pad_token_id=None)),
+        # DeepSeek-V3 variant: plain q_proj (q_lora_rank null), one group (no group masking),
+        # default non-interleaved RoPE, no renormalisation, all layers MoE, 2 shared experts.
+        "deepseek_v3_plain_q": ("qwen2_bytelevel", "DeepseekV3ForCausalLM", dict(
+            vocab_size=tok_sizes["qwen2_bytelevel"],
+            hidden_size=64, intermediate_size=64, moe_intermediate_size=16,
+            num_hidden_layers=2, first_k_dense_replace=0,
+            num_attention_heads=4, num_key_value_heads=4,
+            q_lora_rank=None, kv_lora_rank=32,
+            qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+            n_routed_experts=8, n_group=1, topk_group=1, num_experts_per_tok=3,
+            n_shared_experts=2, routed_scaling_factor=1.5, norm_topk_prob=False,
+            max_position_embeddings=512, rope_theta=10000.0, rope_interleave=False,
+            rope_scaling=None,
+            rms_norm_eps=1e-6, attention_bias=False, tie_word_embeddings=False,
+            bos_token_id=None, eos_token_id=None, pad_token_id=None)),
     }
 
 
@@ -454,7 +490,8 @@ def randomize_(model, seed: int) -> None:
 
     Linear weights ~ N(0, 1/fan_in); embeddings ~ N(0, 1); router gates ~ N(0, 4/fan_in)
     (decisive routing); RMSNorm weights ~ U(0.5, 1.5) (so a missing norm weight is caught);
-    biases ~ N(0, 0.1^2).
+    biases ~ N(0, 0.1^2). DeepSeek-V3's `e_score_correction_bias` buffers (zeros in HF) ~
+    N(0, 0.1^2), drawn after all parameters (so models without them are unaffected).
     """
     import torch
     g = torch.Generator().manual_seed(seed)
@@ -474,6 +511,9 @@ def randomize_(model, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+        for name, b in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
 
 
 def moe_gate_modules(model) -> dict[int, object]:
@@ -487,6 +527,10 @@ def moe_gate_modules(model) -> dict[int, object]:
     return res
 
 
+def is_deepseek(cfg) -> bool:
+    return cfg.model_type == "deepseek_v3"
+
+
 def routing_rule(cfg) -> tuple[int, bool]:
     k = cfg.num_experts_per_tok
     norm = True if cfg.model_type == "mixtral" else bool(cfg.norm_topk_prob)
@@ -496,7 +540,7 @@ def routing_rule(cfg) -> tuple[int, bool]:
 def run_forward(model, ids, past=None):
     """One forward pass recording embeddings/layer outputs/final norm and router logits."""
     import torch
-    rec: dict = {"layers": {}, "router": {}}
+    rec: dict = {"layers": {}, "router": {}, "router_out": {}}
     hooks = []
     hooks.append(model.model.embed_tokens.register_forward_hook(
         lambda m, i, o: rec.__setitem__("embed", o.detach().clone())))
@@ -509,7 +553,15 @@ def run_forward(model, ids, past=None):
         lambda m, i, o: rec.__setitem__("final_norm", o.detach().clone())))
     for li, gate in moe_gate_modules(model).items():
         def gh(m, i, o, li=li):
-            rec["router"][li] = o.detach().clone()
+            if isinstance(o, tuple):
+                # DeepseekV3TopkRouter returns (topk_indices, topk_weights); its raw logits are
+                # recomputed from its input exactly as its forward does (fp32 F.linear)
+                x = i[0].reshape(-1, m.weight.shape[1])
+                rec["router"][li] = torch.nn.functional.linear(
+                    x.type(torch.float32), m.weight.type(torch.float32)).detach().clone()
+                rec["router_out"][li] = (o[0].detach().clone(), o[1].detach().clone())
+            else:
+                rec["router"][li] = o.detach().clone()
         hooks.append(gate.register_forward_hook(gh))
     try:
         with torch.no_grad():
@@ -534,16 +586,89 @@ def routes_from_logits(router_logits, k: int, norm: bool):
     return idx, w, gap
 
 
+def routes_deepseek(router_logits, bias, cfg, hooked):
+    """DeepSeek-V3's router (transformers DeepseekV3TopkRouter), re-implemented and checked
+    against the values the module really returned (`hooked` = (topk_indices, topk_weights)).
+
+    s = sigmoid(logits) (fp32); sb = s + e_score_correction_bias (selection only);
+    group score = sum of the top-2 sb in each of n_group contiguous groups; keep the topk_group
+    best groups; sb of the other groups' experts set to 0.0 (HF quirk: not -inf); experts =
+    top-k of that; weights = s of those experts, / (sum + 1e-20) iff norm_topk_prob, then
+    * routed_scaling_factor.
+
+    Returns (idx [N,k] sorted by descending masked biased score, weights [N,k] = the hooked
+    weights in that order, gap [N], margins dict of [N] tensors):
+      group: gap between the topk_group-th and (topk_group+1)-th group score (n_group >
+             topk_group only), selection: gap between the k-th and (k+1)-th masked biased
+             score, chosen_min: k-th masked biased score (must stay above the 0.0 of masked
+             experts when groups are masked). gap = min of those that apply.
+    """
+    import torch
+    E, G, kg = cfg.n_routed_experts, cfg.n_group, cfg.topk_group
+    k = cfg.num_experts_per_tok
+    lg = router_logits.float()
+    s = lg.sigmoid()
+    sb = s + bias.float().unsqueeze(0)
+    gscore = sb.view(-1, G, E // G).topk(2, dim=-1)[0].sum(dim=-1)
+    gidx = torch.topk(gscore, kg, dim=-1).indices
+    gmask = torch.zeros_like(gscore).scatter_(1, gidx, 1.0)
+    smask = gmask.unsqueeze(-1).expand(-1, G, E // G).reshape(-1, E).bool()
+    masked = sb.masked_fill(~smask, 0.0)
+    sel, idx = torch.topk(masked, k, dim=-1)  # sorted=True: descending masked biased score
+    sm = torch.sort(masked, dim=-1, descending=True).values
+    margins = {"selection": sm[:, k - 1] - sm[:, k], "chosen_min": sel[:, k - 1]}
+    gap = margins["selection"].clone()
+    if G > kg:
+        sg = torch.sort(gscore, dim=-1, descending=True).values
+        margins["group"] = sg[:, kg - 1] - sg[:, kg]
+        gap = torch.minimum(gap, margins["group"])
+        gap = torch.minimum(gap, margins["chosen_min"])  # a masked 0.0 must not compete
+    w = s.gather(1, idx)
+    if cfg.norm_topk_prob:
+        w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+    w = w * cfg.routed_scaling_factor
+    # the module's own output (sorted=False order) must be the same set with the same weights
+    h_idx, h_w = hooked
+    h_idx = h_idx.reshape(idx.shape)
+    h_w = h_w.reshape(idx.shape).float()
+    pos = (h_idx.unsqueeze(1) == idx.unsqueeze(2))  # [N, k(ours), k(hooked)]
+    if not bool((pos.sum(-1) == 1).all()):
+        die(f"DeepSeek routing re-implementation picks other experts than HF: "
+            f"{idx.tolist()} vs {h_idx.tolist()}")
+    w_hf = (pos.float() * h_w.unsqueeze(1)).sum(-1)
+    d = (w_hf - w).abs().max().item()
+    if d > 1e-6:
+        die(f"DeepSeek routing weights differ from HF's by {d}")
+    return idx, w_hf, gap, margins
+
+
+def routes_of(model, rec, li: int, n: int):
+    """(idx, weights, gap, margins-or-None) of MoE layer li from a run_forward record."""
+    rl = rec["router"][li].reshape(n, -1)
+    cfg = model.config
+    if is_deepseek(cfg):
+        bias = model.model.layers[li].mlp.gate.e_score_correction_bias
+        return routes_deepseek(rl, bias, cfg, rec["router_out"][li])
+    k, norm = routing_rule(cfg)
+    idx, w, gap = routes_from_logits(rl, k, norm)
+    return idx, w, gap, None
+
+
 def compute_goldens(model, tokenizer, prompts: list[str]) -> tuple[dict, dict]:
     """Returns (json_dict, tensors) for one fixture."""
     import torch
     specials = set(tokenizer.all_special_ids)
     cfg = model.config
-    k, norm = routing_rule(cfg)
     moe_layers = sorted(moe_gate_modules(model))
     tensors: dict[str, torch.Tensor] = {}
     jprompts = []
     min_route_gap, min_greedy_gap = 1.0, float("inf")
+    ds_margins: dict[str, float] = {}
+
+    def note_margins(m):
+        if m is not None:
+            for key, v in m.items():
+                ds_margins[key] = min(ds_margins.get(key, float("inf")), v.min().item())
     for pi, text in enumerate(prompts):
         ids = tokenizer(text, add_special_tokens=True)["input_ids"]
         x = torch.tensor([ids])
@@ -560,7 +685,8 @@ def compute_goldens(model, tokenizer, prompts: list[str]) -> tuple[dict, dict]:
         for li in moe_layers:
             rl = rec["router"][li].reshape(T, -1)
             tensors[f"prompt{pi}.router_logits.layer{li}"] = rl.float()
-            idx, w, gap = routes_from_logits(rl, k, norm)
+            idx, w, gap, m = routes_of(model, rec, li, T)
+            note_margins(m)
             min_route_gap = min(min_route_gap, gap.min().item())
             routing.append({"layer": li, "experts": idx.tolist(), "weights": w.tolist()})
         # greedy generation with the KV cache
@@ -578,7 +704,8 @@ def compute_goldens(model, tokenizer, prompts: list[str]) -> tuple[dict, dict]:
             cur = run_forward(model, torch.tensor([[nxt]]), past=cur["past"])
             dr = []
             for li in moe_layers:
-                idx, w, gap = routes_from_logits(cur["router"][li].reshape(1, -1), k, norm)
+                idx, w, gap, m = routes_of(model, cur, li, 1)
+                note_margins(m)
                 min_route_gap = min(min_route_gap, gap.min().item())
                 dr.append({"layer": li, "experts": idx[0].tolist(), "weights": w[0].tolist()})
             decode_routing.append(dr)
@@ -614,6 +741,12 @@ def compute_goldens(model, tokenizer, prompts: list[str]) -> tuple[dict, dict]:
         })
     j = {"generated_special": False, "prompts": jprompts, "moe_layers": moe_layers,
          "min_routing_prob_gap": min_route_gap, "min_greedy_logit_gap": min_greedy_gap}
+    if ds_margins:
+        j["deepseek_routing_margins"] = {
+            "min_group_score_gap": ds_margins.get("group"),
+            "min_selection_score_gap": ds_margins["selection"],
+            "min_chosen_selection_score": ds_margins["chosen_min"],
+        }
     return j, tensors
 
 
@@ -692,6 +825,37 @@ def build_fixture(name: str, spec, tok_pair, out_root: Path, seed: int, versions
     save_file({k: v.contiguous() for k, v in sorted(tensors.items())}, str(d / "golden.safetensors"),
               metadata={"format": "pt"})
     params = {n: list(p.shape) for n, p in model.named_parameters()}
+    if is_deepseek(cfg):  # + the e_score_correction_bias buffers (stored in model.safetensors)
+        params = {n: list(t.shape) for n, t in model.state_dict().items()
+                  if n in params or n.endswith("e_score_correction_bias")}
+    summary = {
+        "hidden_size": cfg.hidden_size, "num_hidden_layers": cfg.num_hidden_layers,
+        "num_attention_heads": cfg.num_attention_heads,
+        "num_key_value_heads": cfg.num_key_value_heads,
+        "head_dim": getattr(model.model.layers[0].self_attn, "head_dim", None),
+        "vocab_size": cfg.vocab_size, "tokenizer_vocab_size": len(tokenizer),
+        "num_experts": (getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+                        or getattr(cfg, "n_routed_experts", None)),
+        "num_experts_per_tok": cfg.num_experts_per_tok,
+        "renormalize_topk": routing_rule(cfg)[1],
+        "tie_word_embeddings": cfg.tie_word_embeddings,
+    }
+    if is_deepseek(cfg):
+        attn = model.model.layers[0].self_attn
+        summary["head_dim"] = cfg.qk_head_dim  # q/k head dim (nope + rope); v: v_head_dim
+        summary.update({
+            "q_lora_rank": cfg.q_lora_rank, "kv_lora_rank": cfg.kv_lora_rank,
+            "qk_nope_head_dim": cfg.qk_nope_head_dim, "qk_rope_head_dim": cfg.qk_rope_head_dim,
+            "v_head_dim": cfg.v_head_dim, "n_group": cfg.n_group, "topk_group": cfg.topk_group,
+            "n_shared_experts": cfg.n_shared_experts,
+            "routed_scaling_factor": cfg.routed_scaling_factor,
+            "first_k_dense_replace": cfg.first_k_dense_replace,
+            "rope_interleave": cfg.rope_interleave,
+            "rope_type": (cfg.rope_scaling or {}).get("rope_type", "default"),
+            "rope_attention_scaling": float(model.model.rotary_emb.attention_scaling),
+            "attention_softmax_scale": float(attn.scaling),
+            "router": "sigmoid + e_score_correction_bias (selection only), group-limited",
+        })
     golden = {
         "fixture": name,
         "architecture": cls_name,
@@ -701,17 +865,7 @@ def build_fixture(name: str, spec, tok_pair, out_root: Path, seed: int, versions
         "dtype": "float32",
         "attn_implementation": "eager",
         "versions": versions,
-        "config_summary": {
-            "hidden_size": cfg.hidden_size, "num_hidden_layers": cfg.num_hidden_layers,
-            "num_attention_heads": cfg.num_attention_heads,
-            "num_key_value_heads": cfg.num_key_value_heads,
-            "head_dim": getattr(model.model.layers[0].self_attn, "head_dim", None),
-            "vocab_size": cfg.vocab_size, "tokenizer_vocab_size": len(tokenizer),
-            "num_experts": getattr(cfg, "num_local_experts", None) or cfg.num_experts,
-            "num_experts_per_tok": cfg.num_experts_per_tok,
-            "renormalize_topk": routing_rule(cfg)[1],
-            "tie_word_embeddings": cfg.tie_word_embeddings,
-        },
+        "config_summary": summary,
         "num_parameters": sum(p.numel() for p in model.parameters()),
         "n_generate": N_GENERATE,
         **j,
@@ -737,7 +891,6 @@ def verify_fixture(d: Path) -> None:
     tok = AutoTokenizer.from_pretrained(d)
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
                                                  attn_implementation="eager").eval()
-    k, norm = routing_rule(model.config)
     for pi, p in enumerate(golden["prompts"]):
         ids = tok(p["text"], add_special_tokens=True)["input_ids"]
         if ids != p["input_ids"]:
@@ -747,7 +900,7 @@ def verify_fixture(d: Path) -> None:
         if diff > 1e-5:
             die(f"{d.name}: prompt {pi} logits differ by {diff}")
         for r in p["routing"]:
-            idx, w, _ = routes_from_logits(rec["router"][r["layer"]].reshape(len(ids), -1), k, norm)
+            idx, w, _, _ = routes_of(model, rec, r["layer"], len(ids))
             if idx.tolist() != r["experts"]:
                 die(f"{d.name}: prompt {pi} layer {r['layer']} experts differ")
             if (w - torch.tensor(r["weights"])).abs().max().item() > 1e-6:
@@ -865,7 +1018,8 @@ def main() -> None:
                     help="fixture root (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--only", nargs="*", default=None,
-                    help="build only these fixtures (mixtral qwen2_moe qwen3_moe olmoe)")
+                    help="build only these fixtures (mixtral qwen2_moe qwen3_moe olmoe "
+                         "deepseek_v3 deepseek_v3_plain_q)")
     ap.add_argument("--verify-only", action="store_true",
                     help="only reload existing fixtures and check the recorded numbers")
     ap.add_argument("--threads", type=int, default=1)
@@ -891,7 +1045,7 @@ def main() -> None:
                 "safetensors": __import__("safetensors").__version__,
                 "python": sys.version.split()[0]}
 
-    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe"]
+    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q"]
     names = a.only or all_names
     for n in names:
         if n not in all_names:

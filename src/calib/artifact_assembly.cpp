@@ -103,7 +103,9 @@ Result<DenseSet> dense_tensors(const io::SafetensorsModel& src, const std::vecto
     for (const DenseProjection& p : plan->projections) class_of.emplace(p.name, p.cls);
   DenseSet d;
   for (const io::TensorView* t : src.tensors()) {
-    if (skip.count(t->name)) continue;
+    // FP8 block scales are read through their weights, which are stored
+    // dequantized (BF16) when not packed: an artifact holds no FP8.
+    if (skip.count(t->name) || t->is_block_scale) continue;
     DenseSet::Entry e{t, {}};
     const auto cls = class_of.find(t->name);
     const runtime::MatrixCodec* codec = nullptr;
@@ -112,8 +114,12 @@ Result<DenseSet> dense_tensors(const io::SafetensorsModel& src, const std::vecto
       if (c != plan->codecs.end()) codec = c->second.get();
     }
     uint64_t bytes = t->nbytes;
-    if (codec != nullptr) {
-      SUBMOE_ASSIGN_OR_RETURN(e.fields, pack_dense_tensor(*t, *codec));
+    if (codec != nullptr || t->block_scale != nullptr) {
+      if (codec != nullptr) {
+        SUBMOE_ASSIGN_OR_RETURN(e.fields, pack_dense_tensor(*t, *codec));
+      } else {
+        SUBMOE_ASSIGN_OR_RETURN(e.fields, dequantized_bf16_tensor(*t));
+      }
       bytes = 0;
       for (const PackedTensor& f : e.fields) bytes += f.bytes.size();
     }

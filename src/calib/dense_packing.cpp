@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 
 #include "submoe/quant/gptq.h"
@@ -69,6 +70,17 @@ Result<std::vector<runtime::PackedTensor>> pack_dense_tensor(const io::TensorVie
   SUBMOE_RETURN_IF_ERROR(quant::rtn_quantize(w, rows, cols, *enc).with_context("tensor '" + t.name + "'"));
   SUBMOE_ASSIGN_OR_RETURN(std::vector<runtime::PackedTensor> fields, enc->pack());
   for (runtime::PackedTensor& f : fields) f.name = t.name + "." + f.name;
+  return fields;
+}
+
+Result<std::vector<runtime::PackedTensor>> dequantized_bf16_tensor(const io::TensorView& t) {
+  std::vector<bf16_t> v(static_cast<size_t>(t.numel()));
+  SUBMOE_RETURN_IF_ERROR(io::read_as_bf16(t, v));
+  runtime::PackedTensor out{t.name, io::DType::kBF16, t.shape, {}};
+  out.bytes.resize(v.size() * sizeof(bf16_t));
+  std::memcpy(out.bytes.data(), v.data(), out.bytes.size());
+  std::vector<runtime::PackedTensor> fields;
+  fields.push_back(std::move(out));
   return fields;
 }
 

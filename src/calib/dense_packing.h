@@ -46,4 +46,8 @@ Status check_dense_plan(DensePlan* plan);
 Result<std::vector<runtime::PackedTensor>> pack_dense_tensor(const io::TensorView& t,
                                                              const runtime::MatrixCodec& codec);
 
+// An FP8 block-scaled source weight as one BF16 tensor of the same name: scaled
+// in float32, rounded once (what DeepSeek's fp8_cast_bf16 stores).
+Result<std::vector<runtime::PackedTensor>> dequantized_bf16_tensor(const io::TensorView& t);
+
 }  // namespace submoe::calib::detail

@@ -150,6 +150,7 @@ Status run(const RunOptions& o) {
                          {"artifact", loaded.artifact},
                          {"execution", loaded.artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr)},
                          {"text", text},
+                         {"token_ids", sequence.output_ids()},
                          {"prompt_tokens", ids.size()},
                          {"generated", generated},
                          {"stop", stop},
@@ -187,7 +188,8 @@ void setup_run(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = root.add_subcommand(
       "run",
-      "Generate text from a prompt with a Hugging Face MoE checkpoint (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE)\n"
+      "Generate text from a prompt with a Hugging Face MoE checkpoint (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE,\n"
+      "DeepSeek-V2/V3, Kimi-K2; FP8 block-scaled hub checkpoints are dequantized as they are read)\n"
       "or a compressed artifact written by `submoe compress` (detected by its config.json\n"
       "quantization_config; its routed experts run compressed, see --execution).\n"
       "The prompt is tokenized with the checkpoint's tokenizer.json (special tokens added as its\n"
@@ -239,8 +241,8 @@ void setup_run(CLI::App& root) {
                 "fetch and kernels by representation, MoE combine, lm_head, norms, sampling, thread-pool hand-offs\n"
                 "and waits): a table on stderr, or \"profile\" {prefill, decode} in the --json object");
   cmd->add_flag("--json", o->json,
-                "print one JSON object (text, prefill/decode tokens/s, peak RSS, expert-cache figures) instead of\n"
-                "streaming the text");
+                "print one JSON object (text, the generated token_ids, prefill/decode tokens/s, peak RSS,\n"
+                "expert-cache figures) instead of streaming the text");
   cmd->callback([o, prompt] {
     o->prompt_given = prompt->count() > 0;
     report("run", run(*o));

@@ -67,6 +67,7 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open(const std::stri
       m->tensors_.push_back(&t);
       m->by_name_.emplace(t.name, &t);
     }
+    SUBMOE_RETURN_IF_ERROR(m->attach_fp8_block_scales());
     return m;
   }
 
@@ -119,6 +120,7 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open(const std::stri
       m->tensors_.push_back(&t);
     }
   }
+  SUBMOE_RETURN_IF_ERROR(m->attach_fp8_block_scales());
   return m;
 }
 

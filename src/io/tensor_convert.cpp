@@ -76,6 +76,31 @@ T load(const uint8_t* p) {
   return v;
 }
 
+// out [rows, cols] (the stored values) times the weight's block scales, in
+// float32 (DeepSeek's weight_dequant).
+Status apply_block_scale(const TensorView& t, std::span<float> out) {
+  const TensorView& scale = *t.block_scale;
+  if (t.shape.size() != 2 || t.block_rows <= 0 || t.block_cols <= 0)
+    return invalid_argument("tensor '" + t.name + "': a part of a block-scaled FP8 weight cannot be read alone");
+  const auto rows = static_cast<size_t>(t.shape[0]), cols = static_cast<size_t>(t.shape[1]);
+  const auto br = static_cast<size_t>(t.block_rows), bc = static_cast<size_t>(t.block_cols);
+  const size_t scale_cols = (cols + bc - 1) / bc;
+  if (scale.shape.size() != 2 || static_cast<size_t>(scale.shape[0]) != (rows + br - 1) / br ||
+      static_cast<size_t>(scale.shape[1]) != scale_cols)
+    return invalid_argument("tensor '" + t.name + "': block scale '" + scale.name + "' " + scale.shape_string() +
+                            " does not tile it");
+  std::vector<float> s(static_cast<size_t>(scale.numel()));
+  TensorView plain = scale;
+  plain.block_scale = nullptr;
+  SUBMOE_RETURN_IF_ERROR(read_as_f32(plain, s));
+  for (size_t r = 0; r < rows; ++r) {
+    const float* srow = &s[(r / br) * scale_cols];
+    float* o = &out[r * cols];
+    for (size_t c = 0; c < cols; ++c) o[c] *= srow[c / bc];
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int64_t TensorView::numel() const {
@@ -122,12 +147,19 @@ Status read_as_f32(const TensorView& t, std::span<float> out) {
     default:
       return internal_error("unreachable dtype");
   }
+  if (t.block_scale != nullptr) return apply_block_scale(t, out);
   return Status::ok();
 }
 
 Status read_as_bf16(const TensorView& t, std::span<bf16_t> out) {
   SUBMOE_RETURN_IF_ERROR(check_target(t, out.size(), "BF16"));
   const size_t n = out.size();
+  if (t.block_scale != nullptr) {
+    // Scaled in float32 over the whole matrix, then rounded once.
+    SUBMOE_ASSIGN_OR_RETURN(const std::vector<float> f, to_f32(t));
+    for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(f[i]);
+    return Status::ok();
+  }
   if (t.dtype == DType::kBF16) {
     if (n) std::memcpy(out.data(), t.data, n * sizeof(bf16_t));
     return Status::ok();

@@ -3,7 +3,6 @@
 // clip_qkv, RoPE, grouped-query attention over the KV cache with a causal and
 // optional sliding-window mask, fp32 softmax, output projection.
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "attention_kernels.h"
@@ -36,23 +35,6 @@ void qk_norm_and_clip(const io::MoeModelConfig& c, const LayerWeights& L, Sessio
     clamp_all(s.k.data(), T * kw, limit);
     clamp_all(s.v.data(), T * kw, limit);
   }
-}
-
-// One query head of one token against cache positions [first, last].
-void attend(const AttentionKernels& k, const float* q, const float* keys, const float* values, size_t first,
-            size_t last, size_t D, float scaling, float* scores, float* out) {
-  const size_t n = last - first + 1;
-  k.scores(q, keys + first * D, n, D, scaling, scores);
-  float mx = -std::numeric_limits<float>::infinity();
-  for (size_t j = 0; j < n; ++j) mx = std::max(mx, scores[j]);
-  double sum = 0.0;
-  for (size_t j = 0; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
-    sum += scores[j];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (size_t j = 0; j < n; ++j) scores[j] *= inv;
-  k.mix(scores, values + first * D, n, D, out);
 }
 
 }  // namespace
@@ -104,7 +86,7 @@ void attention_block(const BlockContext& ctx, size_t layer) {
       const size_t pos = rows.position[t];
       const KvCache& cache = *rows.cache[t];
       const size_t first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
-      attend(kernels, &s.q[t * qw + h * D], cache.keys(layer, kvh), cache.values(layer, kvh), first, pos, D, scaling,
+      attend_one_head(kernels, &s.q[t * qw + h * D], cache.keys(layer, kvh), cache.values(layer, kvh), first, pos, D, scaling,
              scores.data(), &s.attn[t * qw + h * D]);
     }
   };

@@ -1,6 +1,8 @@
 #include "attention_kernels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "submoe/core/cpu_features.h"
 
@@ -40,6 +42,22 @@ const AttentionKernels& attention_kernels() {
   static const AttentionKernels& k =
       best_isa() == Isa::kAvx512 ? attention_kernels_avx512() : attention_kernels_portable();
   return k;
+}
+
+void attend_one_head(const AttentionKernels& k, const float* q, const float* keys, const float* values, size_t first,
+                     size_t last, size_t D, float scaling, float* scores, float* out) {
+  const size_t n = last - first + 1;
+  k.scores(q, keys + first * D, n, D, scaling, scores);
+  float mx = -std::numeric_limits<float>::infinity();
+  for (size_t j = 0; j < n; ++j) mx = std::max(mx, scores[j]);
+  double sum = 0.0;
+  for (size_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (size_t j = 0; j < n; ++j) scores[j] *= inv;
+  k.mix(scores, values + first * D, n, D, out);
 }
 
 }  // namespace submoe::model::detail

@@ -19,4 +19,12 @@ const AttentionKernels& attention_kernels_avx512();
 // The best for this CPU (AVX-512 unless SUBMOE_MAX_ISA caps it).
 const AttentionKernels& attention_kernels();
 
+// One query head of one token against cache rows [first, last]: scores
+// (q . key) * scaling, fp32 softmax (max subtracted, sum in double), then
+// out [D] = the probability-weighted sum of the value rows. Keys and values are
+// rows of D floats (a latent cache passes its rows as both). scores: scratch of
+// last - first + 1.
+void attend_one_head(const AttentionKernels& k, const float* q, const float* keys, const float* values, size_t first,
+                     size_t last, size_t D, float scaling, float* scores, float* out);
+
 }  // namespace submoe::model::detail

@@ -22,6 +22,9 @@ struct BlockContext {
 // its position of its cache (room must exist) before any row attends, so rows of
 // one sequence see each other causally.
 void attention_block(const BlockContext& ctx, size_t layer);
+// The same for a multi-head latent attention layer (mla_attention.cpp): the
+// cache row of each new position is its normalised latent and RoPE key.
+void mla_attention_block(const BlockContext& ctx, size_t layer);
 
 // The whole forward over T rows placed by `rows` (room in every cache must
 // exist): embedding and RoPE angles, every layer, and the logits of the rows
@@ -36,9 +39,11 @@ Status check_token_ids(std::span<const int32_t> tokens, size_t vocab);
 // ---- The decoder layer (decoder_layer.cpp): the one implementation that
 // generation, evaluation, tracing (Session, BatchForward) and calibration
 // (LayerRunner) run. Its hooks are the resolved config fields and the weights
-// present: QK-norm kind, biases, clip_qkv and the sliding window (attention);
-// dense or sparse layer (is_moe_layer); routed_scaling_factor and top-k
-// renormalisation (router); a shared expert with or without its sigmoid gate.
+// present: the attention kind (grouped-query or multi-head latent), QK-norm
+// kind, biases, clip_qkv and the sliding window (attention); dense or sparse
+// layer (is_moe_layer); router_selection, top-k renormalisation and
+// routed_scaling_factor (router); a shared expert with or without its sigmoid
+// gate.
 
 // One layer on s.h [T, H]: the attention half, the FFN half, the residual.
 Status decoder_layer(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
@@ -52,8 +57,9 @@ void attention_half(const BlockContext& ctx, size_t layer, float* h, float* x);
 Status ffn_half(const BlockContext& ctx, size_t layer, const RoutingObserver& observer);
 
 // The router of sparse layer `layer` on x [T, H]: logits (scratch [T, E]) to
-// top-k weights, renormalised when the config says so, times
-// routed_scaling_factor.
+// top-k weights by the config's router_selection (softmax top-k, DeepSeek-V2's
+// group-max masking, DeepSeek-V3's biased sigmoid group-top-2), renormalised
+// when the config says so, times routed_scaling_factor.
 void route_layer(const MoeModel& model, size_t layer, const float* x, size_t T, std::vector<float>* logits,
                  Routing* routing, ThreadPool* pool);
 

@@ -18,7 +18,10 @@ void attention_half(const BlockContext& ctx, size_t layer, float* h, float* x) {
     ScopedOpTimer timer(ctx.profile, OpClass::kNorm);
     for (size_t t = 0; t < T; ++t) rms_norm_to(h + t * H, &s.x[t * H], H, L.input_norm.data(), eps);
   }
-  attention_block(ctx, layer);
+  if (c.attention == io::AttentionKind::kMla)
+    mla_attention_block(ctx, layer);
+  else
+    attention_block(ctx, layer);
   ScopedOpTimer timer(ctx.profile, OpClass::kNorm);
   for (size_t i = 0; i < T * H; ++i) h[i] += s.block[i];
   for (size_t t = 0; t < T; ++t) rms_norm_to(h + t * H, x + t * H, H, L.post_attention_norm.data(), eps);
@@ -29,8 +32,20 @@ void route_layer(const MoeModel& model, size_t layer, const float* x, size_t T, 
   const io::MoeModelConfig& c = model.config();
   const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.num_experts_per_tok);
   logits->resize(T * E);
-  model.weights().layers[layer].router->forward(x, T, logits->data(), pool);
-  route_softmax_top_k(*logits, T, E, k, c.norm_topk_prob, routing);
+  const LayerWeights& L = model.weights().layers[layer];
+  L.router->forward(x, T, logits->data(), pool);
+  const auto groups = static_cast<size_t>(c.n_group), kept = static_cast<size_t>(c.topk_group);
+  switch (c.router_selection) {
+    case io::RouterSelection::kSoftmaxTopK:
+      route_softmax_top_k(*logits, T, E, k, c.norm_topk_prob, routing);
+      break;
+    case io::RouterSelection::kSoftmaxGroupMax:
+      route_softmax_group_max(*logits, T, E, k, groups, kept, routing);
+      break;
+    case io::RouterSelection::kSigmoidGroupTop2:
+      route_sigmoid_group_top2(*logits, L.router_bias, T, E, k, groups, kept, c.norm_topk_prob, routing);
+      break;
+  }
   if (c.routed_scaling_factor != 1.0) {
     const float scale = static_cast<float>(c.routed_scaling_factor);
     for (float& w : routing->weights) w *= scale;

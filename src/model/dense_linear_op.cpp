@@ -68,14 +68,17 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, Den
   switch (w.dtype) {
     case io::DType::kF32: dtype = DenseDType::kF32; break;
     case io::DType::kBF16: dtype = DenseDType::kBF16; break;
-    case io::DType::kF16: {
+    case io::DType::kF16:
+    case io::DType::kF8E4M3:
+    case io::DType::kF8E5M2: {
+      // Widened to f32 once (FP8 with its block scales applied).
       owned.reset(rows * cols * sizeof(float), /*zero=*/false);
       SUBMOE_RETURN_IF_ERROR(io::read_as_f32(w, {reinterpret_cast<float*>(owned.data()), rows * cols}));
       return std::unique_ptr<LinearOp>(new DenseLinearOp(nullptr, DenseDType::kF32, rows, cols, std::move(owned)));
     }
     default:
       return invalid_argument("tensor '" + w.name + "': dtype " + std::string(io::dtype_name(w.dtype)) +
-                              " is not a dense weight type (BF16, F16, F32)");
+                              " is not a dense weight type (BF16, F16, F32, F8_E4M3, F8_E5M2)");
   }
   if (storage == DenseStorage::kHugePageCopy && w.nbytes >= kHugePageMinBytes) {
     SUBMOE_ASSIGN_OR_RETURN(HugePageBuffer huge, HugePageBuffer::allocate(w.nbytes));

@@ -37,6 +37,7 @@ class TensorSource {
     // into a loss or sampled from later.
     SUBMOE_RETURN_IF_ERROR(io::check_finite(*t));
     used_.insert(t);
+    if (t->block_scale != nullptr) used_.insert(t->block_scale);  // read through the weight
     return t;
   }
   // Tensors of the checkpoint that get() never returned, in file order.
@@ -177,13 +178,36 @@ Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const Ten
   return experts;
 }
 
-Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch, int layer,
-                  LayerWeights* L, std::vector<ResidentExpertProvider::Expert>* experts) {
+// Multi-head latent attention tensors under `a` = "model.layers.{i}.self_attn."
+// (doc §6.2); attention_bias puts biases on q_a_proj, kv_a_proj_with_mqa and
+// o_proj only.
+Status load_mla_attention(const TensorSource& src, const io::MoeModelConfig& c, const std::string& a, LayerWeights* L) {
+  const int64_t H = c.hidden_size, nH = c.num_attention_heads, rank = c.kv_lora_rank, rope = c.qk_rope_head_dim;
+  const int64_t q_width = nH * (c.qk_nope_head_dim + rope);
+  MlaWeights& M = L->mla;
+  if (c.q_lora_rank) {
+    const int64_t ql = *c.q_lora_rank;
+    SUBMOE_ASSIGN_OR_RETURN(M.q_a, src.linear(a + "q_a_proj.weight", DenseClass::kAttention, ql, H));
+    SUBMOE_ASSIGN_OR_RETURN(M.q_a_bias, src.optional_vector(c.attention_bias, a + "q_a_proj.bias", ql));
+    SUBMOE_ASSIGN_OR_RETURN(M.q_a_norm, src.vector(a + "q_a_layernorm.weight", ql));
+    SUBMOE_ASSIGN_OR_RETURN(M.q_b, src.linear(a + "q_b_proj.weight", DenseClass::kAttention, q_width, ql));
+  } else {
+    SUBMOE_ASSIGN_OR_RETURN(M.q, src.linear(a + "q_proj.weight", DenseClass::kAttention, q_width, H));
+  }
+  SUBMOE_ASSIGN_OR_RETURN(M.kv_a, src.linear(a + "kv_a_proj_with_mqa.weight", DenseClass::kAttention, rank + rope, H));
+  SUBMOE_ASSIGN_OR_RETURN(M.kv_a_bias, src.optional_vector(c.attention_bias, a + "kv_a_proj_with_mqa.bias", rank + rope));
+  SUBMOE_ASSIGN_OR_RETURN(M.kv_a_norm, src.vector(a + "kv_a_layernorm.weight", rank));
+  SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* kv_b,
+                          src.get(a + "kv_b_proj.weight", {nH * (c.qk_nope_head_dim + c.v_head_dim), rank}));
+  SUBMOE_ASSIGN_OR_RETURN(M.kv_b, io::to_f32(*kv_b));
+  const int64_t o_width = nH * c.v_head_dim;
+  SUBMOE_ASSIGN_OR_RETURN(L->o, src.linear(a + "o_proj.weight", DenseClass::kAttention, H, o_width));
+  SUBMOE_ASSIGN_OR_RETURN(L->o_bias, src.optional_vector(c.attention_bias, a + "o_proj.bias", H));
+  return Status::ok();
+}
+
+Status load_gqa_attention(const TensorSource& src, const io::MoeModelConfig& c, const std::string& a, LayerWeights* L) {
   const int64_t H = c.hidden_size, D = c.head_dim, nH = c.num_attention_heads, nKV = c.num_key_value_heads;
-  const std::string p = "model.layers." + std::to_string(layer) + ".";
-  SUBMOE_ASSIGN_OR_RETURN(L->input_norm, src.vector(p + "input_layernorm.weight", H));
-  SUBMOE_ASSIGN_OR_RETURN(L->post_attention_norm, src.vector(p + "post_attention_layernorm.weight", H));
-  const std::string a = p + "self_attn.";
   SUBMOE_ASSIGN_OR_RETURN(L->q, src.linear(a + "q_proj.weight", DenseClass::kAttention, nH * D, H));
   SUBMOE_ASSIGN_OR_RETURN(L->k, src.linear(a + "k_proj.weight", DenseClass::kAttention, nKV * D, H));
   SUBMOE_ASSIGN_OR_RETURN(L->v, src.linear(a + "v_proj.weight", DenseClass::kAttention, nKV * D, H));
@@ -199,6 +223,20 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io
     SUBMOE_ASSIGN_OR_RETURN(L->q_norm, src.vector(a + "q_norm.weight", nH * D));
     SUBMOE_ASSIGN_OR_RETURN(L->k_norm, src.vector(a + "k_norm.weight", nKV * D));
   }
+  return Status::ok();
+}
+
+Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch, int layer,
+                  LayerWeights* L, std::vector<ResidentExpertProvider::Expert>* experts) {
+  const int64_t H = c.hidden_size;
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  SUBMOE_ASSIGN_OR_RETURN(L->input_norm, src.vector(p + "input_layernorm.weight", H));
+  SUBMOE_ASSIGN_OR_RETURN(L->post_attention_norm, src.vector(p + "post_attention_layernorm.weight", H));
+  if (c.attention == io::AttentionKind::kMla) {
+    SUBMOE_RETURN_IF_ERROR(load_mla_attention(src, c, p + "self_attn.", L));
+  } else {
+    SUBMOE_RETURN_IF_ERROR(load_gqa_attention(src, c, p + "self_attn.", L));
+  }
   L->sparse = c.is_moe_layer(layer);
   if (!L->sparse) {
     SUBMOE_ASSIGN_OR_RETURN(L->mlp, load_swiglu(src, p + "mlp", DenseClass::kDenseMlp, H, c.intermediate_size));
@@ -210,6 +248,9 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io
   for (const std::string& spelling : sparse_block_spellings(arch, layer))
     if (!src.has(router) && src.has(spelling + ".gate.weight")) router = spelling + ".gate.weight";
   SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, DenseClass::kRouter, c.num_experts, H));
+  if (c.router_selection == io::RouterSelection::kSigmoidGroupTop2) {
+    SUBMOE_ASSIGN_OR_RETURN(L->router_bias, src.vector(block + ".gate.e_score_correction_bias", c.num_experts));
+  }
   if (arch.has_shared_expert) {
     SUBMOE_ASSIGN_OR_RETURN(L->shared_expert,
                             load_swiglu(src, block + "." + std::string(arch.shared_expert_module),

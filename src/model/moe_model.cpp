@@ -63,6 +63,30 @@ Status check_vector(const std::vector<float>& v, size_t n, bool required, const 
 
 }  // namespace
 
+Status check_mla_weights(const io::MoeModelConfig& c, const LayerWeights& L, const std::string& p) {
+  const auto H = static_cast<size_t>(c.hidden_size), nH = static_cast<size_t>(c.num_attention_heads);
+  const auto rank = static_cast<size_t>(c.kv_lora_rank), rope = static_cast<size_t>(c.qk_rope_head_dim);
+  const size_t q_width = nH * static_cast<size_t>(c.qk_nope_head_dim + c.qk_rope_head_dim);
+  const MlaWeights& M = L.mla;
+  if (c.q_lora_rank) {
+    const auto ql = static_cast<size_t>(*c.q_lora_rank);
+    SUBMOE_RETURN_IF_ERROR(check_linear(M.q_a.get(), ql, H, p + "q_a_proj"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(M.q_a_norm, ql, true, p + "q_a_layernorm"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(M.q_a_bias, ql, c.attention_bias, p + "q_a_proj.bias"));
+    SUBMOE_RETURN_IF_ERROR(check_linear(M.q_b.get(), q_width, ql, p + "q_b_proj"));
+  } else {
+    SUBMOE_RETURN_IF_ERROR(check_linear(M.q.get(), q_width, H, p + "q_proj"));
+  }
+  SUBMOE_RETURN_IF_ERROR(check_linear(M.kv_a.get(), rank + rope, H, p + "kv_a_proj_with_mqa"));
+  SUBMOE_RETURN_IF_ERROR(check_vector(M.kv_a_bias, rank + rope, c.attention_bias, p + "kv_a_proj_with_mqa.bias"));
+  SUBMOE_RETURN_IF_ERROR(check_vector(M.kv_a_norm, rank, true, p + "kv_a_layernorm"));
+  SUBMOE_RETURN_IF_ERROR(
+      check_vector(M.kv_b, nH * static_cast<size_t>(c.qk_nope_head_dim + c.v_head_dim) * rank, true, p + "kv_b_proj"));
+  const size_t o_width = nH * static_cast<size_t>(c.v_head_dim);
+  SUBMOE_RETURN_IF_ERROR(check_linear(L.o.get(), H, o_width, p + "o_proj"));
+  return check_vector(L.o_bias, H, c.attention_bias, p + "o_proj.bias");
+}
+
 Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescriptor& arch, const ModelWeights& w) {
   const size_t V = static_cast<size_t>(c.vocab_size), H = static_cast<size_t>(c.hidden_size);
   const size_t D = static_cast<size_t>(c.head_dim);
@@ -79,17 +103,21 @@ Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescript
     const std::string p = "layer " + std::to_string(l) + " ";
     SUBMOE_RETURN_IF_ERROR(check_vector(L.input_norm, H, true, p + "input_layernorm"));
     SUBMOE_RETURN_IF_ERROR(check_vector(L.post_attention_norm, H, true, p + "post_attention_layernorm"));
-    SUBMOE_RETURN_IF_ERROR(check_linear(L.q.get(), qw, H, p + "q_proj"));
-    SUBMOE_RETURN_IF_ERROR(check_linear(L.k.get(), kw, H, p + "k_proj"));
-    SUBMOE_RETURN_IF_ERROR(check_linear(L.v.get(), kw, H, p + "v_proj"));
-    SUBMOE_RETURN_IF_ERROR(check_linear(L.o.get(), H, qw, p + "o_proj"));
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.q_bias, qw, c.qkv_bias, p + "q_proj.bias"));
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.k_bias, kw, c.qkv_bias, p + "k_proj.bias"));
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.v_bias, kw, c.qkv_bias, p + "v_proj.bias"));
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.o_bias, H, c.o_proj_bias, p + "o_proj.bias"));
-    const bool per_head = c.qk_norm == io::QkNorm::kPerHead, norm = c.qk_norm != io::QkNorm::kNone;
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.q_norm, per_head ? D : qw, norm, p + "q_norm"));
-    SUBMOE_RETURN_IF_ERROR(check_vector(L.k_norm, per_head ? D : kw, norm, p + "k_norm"));
+    if (c.attention == io::AttentionKind::kMla) {
+      SUBMOE_RETURN_IF_ERROR(check_mla_weights(c, L, p));
+    } else {
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.q.get(), qw, H, p + "q_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.k.get(), kw, H, p + "k_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.v.get(), kw, H, p + "v_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_linear(L.o.get(), H, qw, p + "o_proj"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.q_bias, qw, c.qkv_bias, p + "q_proj.bias"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.k_bias, kw, c.qkv_bias, p + "k_proj.bias"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.v_bias, kw, c.qkv_bias, p + "v_proj.bias"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.o_bias, H, c.o_proj_bias, p + "o_proj.bias"));
+      const bool per_head = c.qk_norm == io::QkNorm::kPerHead, norm = c.qk_norm != io::QkNorm::kNone;
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.q_norm, per_head ? D : qw, norm, p + "q_norm"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.k_norm, per_head ? D : kw, norm, p + "k_norm"));
+    }
     if (L.sparse != c.is_moe_layer(static_cast<int>(l)))
       return invalid_argument("weights: " + p + "sparse flag disagrees with the config");
     if (!L.sparse) {
@@ -100,6 +128,9 @@ Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescript
       continue;
     }
     SUBMOE_RETURN_IF_ERROR(check_linear(L.router.get(), static_cast<size_t>(c.num_experts), H, p + "router"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.router_bias, static_cast<size_t>(c.num_experts),
+                                        c.router_selection == io::RouterSelection::kSigmoidGroupTop2,
+                                        p + "mlp.gate.e_score_correction_bias"));
     if (arch.has_shared_expert) {
       const size_t I = static_cast<size_t>(c.shared_expert_intermediate_size);
       SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.gate.get(), I, H, p + "shared_expert.gate_proj"));

@@ -129,4 +129,17 @@ void Rope::rotate(float* x, size_t num_heads, size_t head_stride, int dim, const
   }
 }
 
+void Rope::rotate_interleaved(float* x, size_t num_heads, size_t head_stride, int dim, const float* cos_half,
+                              const float* sin_half) {
+  const size_t half = static_cast<size_t>(dim / 2);
+  for (size_t h = 0; h < num_heads; ++h) {
+    float* p = x + h * head_stride;
+    for (size_t i = 0; i < half; ++i) {
+      const float a = p[2 * i], b = p[2 * i + 1];
+      p[2 * i] = a * cos_half[i] - b * sin_half[i];
+      p[2 * i + 1] = b * cos_half[i] + a * sin_half[i];
+    }
+  }
+}
+
 }  // namespace submoe::model

@@ -42,6 +42,8 @@ struct Session::Scratch {
   std::vector<float> block;  // [T, H] block output
   std::vector<float> q, k, v, attn;  // [T, nH*D], [T, nKV*D] x2, [T, nH*D]
   std::vector<float> cos, sin;       // [T, D/2]
+  std::vector<float> q_latent;       // MLA: [T, q_lora_rank]
+  std::vector<float> kv_latent;      // MLA: [T, kv_lora_rank + rope]
   std::vector<float> router_logits;  // [T, E]
   Routing routing;
   ExpertGroups groups;
@@ -55,6 +57,7 @@ struct Session::Scratch {
   struct PerThread {
     std::vector<float> scores;            // attention probabilities
     std::vector<float> xg, g, u;          // gathered expert input, gate, up
+    std::vector<float> mla_query, mla_mix;  // MLA: absorbed query, attention-weighted latent
   };
   std::vector<PerThread> threads;
 
@@ -68,13 +71,20 @@ struct Session::Scratch {
   // Sizes the per-token buffers of one forward call of T tokens.
   void resize_for(const io::MoeModelConfig& c, size_t T) {
     const size_t H = static_cast<size_t>(c.hidden_size), D = static_cast<size_t>(c.head_dim);
-    const size_t qw = static_cast<size_t>(c.num_attention_heads) * D;
-    const size_t kw = static_cast<size_t>(c.num_key_value_heads) * D;
+    const size_t nH = static_cast<size_t>(c.num_attention_heads);
+    size_t qw = nH * D, kw = static_cast<size_t>(c.num_key_value_heads) * D, aw = qw;
+    if (c.attention == io::AttentionKind::kMla) {
+      qw = nH * static_cast<size_t>(c.qk_nope_head_dim + c.qk_rope_head_dim);
+      aw = nH * static_cast<size_t>(c.v_head_dim);
+      kw = 0;
+      q_latent.resize(T * static_cast<size_t>(c.q_lora_rank.value_or(0)));
+      kv_latent.resize(T * static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim));
+    }
     h.resize(T * H);
     x.resize(T * H);
     block.resize(T * H);
     q.resize(T * qw);
-    attn.resize(T * qw);
+    attn.resize(T * aw);
     k.resize(T * kw);
     v.resize(T * kw);
     cos.resize(T * D / 2);

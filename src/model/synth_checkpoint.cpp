@@ -226,6 +226,10 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
   if (arch.mlp_only_layers_key) c.mlp_only_layers.assign(dense.begin(), dense.end());
   // The family's released checkpoints: eps, theta, top-k renormalisation, biases, layer rules.
   arch.synth_defaults(&c);
+  if (c.attention == io::AttentionKind::kMla)
+    return unsupported("synth-model: " + c.model_type +
+                       ": synthetic checkpoints with multi-head latent attention are not written yet "
+                       "(the forward pass runs Hugging Face checkpoints of it)");
   if (tokenizer) {
     if (tokenizer->bos_id()) c.bos_token_id = *tokenizer->bos_id();
     if (tokenizer->eos_id()) c.eos_token_ids = {*tokenizer->eos_id()};

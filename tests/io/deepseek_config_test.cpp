@@ -1,9 +1,10 @@
 // DeepSeek-V2/V3 config.json (and Kimi-K2's, model_type kimi_k2, the same
 // class) through the architecture registry: MLA ranks, routers, shared
 // experts, dense first layers, transformers' defaults, and every inconsistent
-// field refused by name. The forward pass is not implemented yet: a check says so.
+// field refused by name.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "submoe/io/architecture.h"
@@ -165,18 +166,33 @@ TEST(DeepseekConfig, InconsistentFieldsAreRefusedByName) {
   EXPECT_FALSE(plain_q->q_lora_rank);
 }
 
-TEST(DeepseekConfig, ForwardIsRefusedByName) {
-  for (const char* type : {"deepseek_v3", "kimi_k2"}) {
+// The forward runs every variant; the softmax scale carries YaRN's
+// mscale(factor, mscale_all_dim)^2 (transformers yarn_apply_mscale) for V2 and V3
+// alike, and only for a non-default rope type with a non-zero mscale_all_dim.
+TEST(DeepseekConfig, ForwardAcceptedWithTheYarnSoftmaxScale) {
+  const double m = 0.1 * 1.0 * std::log(40.0) + 1.0;  // the hub config: factor 40, mscale_all_dim 1
+  for (const char* type : {"deepseek_v3", "kimi_k2", "deepseek_v2"}) {
     nlohmann::json j = v3();
     j["model_type"] = type;
+    if (std::string(type) == "deepseek_v2") {
+      j["architectures"] = {"DeepseekV2ForCausalLM"};
+      j["topk_method"] = "group_limited_greedy";
+    }
     auto r = parse(j);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    EXPECT_TRUE(check_common_forward(*r).is_ok()) << check_common_forward(*r).to_string();
     const Status s = check_forward_supported(*r);
-    EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(s.message().find(type), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("not implemented"), std::string::npos) << s.message();
+    EXPECT_TRUE(s.is_ok()) << type << ": " << s.to_string();
+    EXPECT_NEAR(r->attention_scale_multiplier, m * m, 1e-12) << type;
   }
+  nlohmann::json j = v3();
+  j["rope_scaling"]["mscale_all_dim"] = 0;
+  auto no_all_dim = parse(j);
+  ASSERT_TRUE(no_all_dim.is_ok()) << no_all_dim.status().to_string();
+  EXPECT_EQ(no_all_dim->attention_scale_multiplier, 1.0);
+  j.erase("rope_scaling");
+  auto plain = parse(j);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  EXPECT_EQ(plain->attention_scale_multiplier, 1.0);
 }
 
 }  // namespace

@@ -170,6 +170,46 @@ TEST(Rope, RotateIsHalfSplitComplexRotation) {
   }
 }
 
+// rotate_interleaved against transformers' DeepSeek form, in float64: permute
+// the rope slice to [x0, x2, ..., x1, x3, ...], rotate halves; the result is
+// the in-place pair rotation under that permutation (odd head strides, a tail
+// of non-rope values left alone).
+TEST(Rope, RotateInterleavedIsPermutedHalfRotation) {
+  RopeParams p;
+  p.dim = 12;
+  auto rope = Rope::create(p);
+  ASSERT_TRUE(rope.is_ok());
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  const size_t heads = 3, stride = 19;
+  for (size_t pos : {0u, 1u, 5u, 333u}) {
+    std::vector<float> x(heads * stride), cs(6), sn(6);
+    for (float& v : x) v = nd(rng);
+    const std::vector<float> orig = x;
+    rope->angles(pos, cs.data(), sn.data());
+    Rope::rotate_interleaved(x.data(), heads, stride, 12, cs.data(), sn.data());
+    for (size_t h = 0; h < heads; ++h) {
+      const float* o = &orig[h * stride];
+      std::vector<double> perm(12), want(12);
+      for (size_t i = 0; i < 6; ++i) {
+        perm[i] = o[2 * i];
+        perm[i + 6] = o[2 * i + 1];
+      }
+      for (size_t i = 0; i < 12; ++i) {
+        const double a = static_cast<double>(pos) * static_cast<double>(rope->inv_freq()[i % 6]);
+        const double rotated_half = i < 6 ? -perm[i + 6] : perm[i - 6];
+        want[i] = perm[i] * std::cos(a) + rotated_half * std::sin(a);
+      }
+      const double tol = 2e-4 * (1 + static_cast<double>(pos) * 1e-3);
+      for (size_t i = 0; i < 6; ++i) {
+        EXPECT_NEAR(x[h * stride + 2 * i], want[i], tol) << pos << " head " << h << " pair " << i;
+        EXPECT_NEAR(x[h * stride + 2 * i + 1], want[i + 6], tol) << pos << " head " << h << " pair " << i;
+      }
+      for (size_t i = 12; i < stride; ++i) EXPECT_EQ(x[h * stride + i], o[i]) << "outside the rope slice";
+    }
+  }
+}
+
 // The property attention relies on: <R(p) q, R(p') k> depends only on p - p'.
 TEST(Rope, DotProductDependsOnlyOnRelativePosition) {
   RopeParams p;

@@ -257,15 +257,15 @@ TEST(SynthCheckpoint, ConfigJsonUsesEachArchitecturesFieldsAndRoundTrips) {
         break;
       case io::Architecture::kDeepseekV2:
       case io::Architecture::kDeepseekV3:
-        ADD_FAILURE() << "no synthetic checkpoints of an architecture without a forward pass";
+        ADD_FAILURE() << "no synthetic checkpoints of multi-head latent attention";
         break;
     }
   }
 }
 
-// Architectures whose forward pass is not implemented have no synthetic
-// checkpoints: the refusal names the architecture.
-TEST(SynthCheckpoint, ArchitecturesWithoutAForwardAreRefusedByName) {
+// Multi-head latent attention has no synthetic checkpoints yet: the refusal
+// names the architecture.
+TEST(SynthCheckpoint, LatentAttentionArchitecturesAreRefusedByName) {
   for (io::Architecture arch : {io::Architecture::kDeepseekV2, io::Architecture::kDeepseekV3}) {
     auto c = resolve_synth_config(tiny_spec(arch));
     ASSERT_FALSE(c.is_ok());

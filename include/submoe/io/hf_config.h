@@ -152,6 +152,10 @@ struct MoeModelConfig {
   int64_t v_head_dim = 0;
   // RoPE on interleaved pairs (x_2i, x_2i+1) instead of halves (DeepSeek-V3).
   bool rope_interleave = false;
+  // Multiplies the attention softmax scale qk_head_dim^-0.5: DeepSeek-V3 with a
+  // rope scaling that gives mscale_all_dim uses mscale(factor, mscale_all_dim)^2
+  // (1 elsewhere).
+  double attention_scale_multiplier = 1.0;
   int64_t decoder_sparse_step = 1;      // Qwen only (1 elsewhere)
   std::vector<int64_t> mlp_only_layers;  // Qwen only
 

@@ -51,6 +51,17 @@ struct TensorView {
   uint64_t nbytes = 0;
   std::string file;             // path of the file holding the data
   uint64_t file_offset = 0;     // absolute byte offset of data in `file` (for pread)
+  // FP8 block scaling (DeepSeek-V3 and Kimi-K2 hub weights: a 2-D F8_E4M3
+  // weight `W` with an F32/BF16 tensor `W_scale_inv` of shape
+  // [ceil(rows / block_rows), ceil(cols / block_cols)]): element (r, c) is the
+  // stored value times block_scale[r / block_rows][c / block_cols], in float32,
+  // as DeepSeek's weight_dequant computes it. Set by SafetensorsModel::open
+  // (fp8_block_scales.cpp); read_as_f32 and read_as_bf16 apply it; null for
+  // every other tensor.
+  const TensorView* block_scale = nullptr;
+  int64_t block_rows = 0, block_cols = 0;
+  // This tensor is another's block_scale (read through that weight).
+  bool is_block_scale = false;
 
   int64_t numel() const;
   std::span<const uint8_t> bytes() const { return {data, static_cast<size_t>(nbytes)}; }
@@ -61,6 +72,7 @@ struct TensorView {
 // One .safetensors file, memory-mapped read-only and fully validated on open.
 class SafetensorsFile {
  public:
+  friend class SafetensorsModel;  // attaches FP8 block scales across shards
   static Result<std::unique_ptr<SafetensorsFile>> open(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -115,6 +127,11 @@ class SafetensorsModel {
 
  private:
   SafetensorsModel() = default;
+  // Pairs every `W_scale_inv` with its FP8 weight `W` (TensorView::block_scale),
+  // with config.json's quantization_config.weight_block_size beside the files
+  // (128 x 128 without one); every inconsistency is an error naming the tensor
+  // (fp8_block_scales.cpp).
+  Status attach_fp8_block_scales();
 
   std::string directory_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
@@ -128,8 +145,9 @@ class SafetensorsModel {
 // valid; touching it again re-reads the file.
 void release_pages(const TensorView& tensor);
 
-// Converts BF16 / F16 / F32 / F64 / F8 tensors to float32. `out` must hold exactly
-// numel() elements. Integer and bool dtypes are rejected (kInvalidArgument).
+// Converts BF16 / F16 / F32 / F64 / F8 tensors to float32, FP8 block scales
+// applied. `out` must hold exactly numel() elements. Integer and bool dtypes are
+// rejected (kInvalidArgument).
 Status read_as_f32(const TensorView& tensor, std::span<float> out);
 // Converts BF16 (copy) / F16 / F32 / F64 / F8 to bf16 with round-to-nearest-even.
 Status read_as_bf16(const TensorView& tensor, std::span<bf16_t> out);

@@ -43,14 +43,32 @@ struct SwiGluWeights {
   std::unique_ptr<LinearOp> gate, up, down;
 };
 
+// Multi-head latent attention (DeepSeek, doc §6.3): dims nope, rope, v and the
+// ranks of the config. The output projection is LayerWeights::o [H, nH*v].
+struct MlaWeights {
+  std::unique_ptr<LinearOp> q_a;     // [q_lora, H]  (q_lora_rank set)
+  std::vector<float> q_a_norm;       // [q_lora]
+  std::unique_ptr<LinearOp> q_b;     // [nH*(nope+rope), q_lora]
+  std::unique_ptr<LinearOp> q;       // [nH*(nope+rope), H]  (q_lora_rank null)
+  std::unique_ptr<LinearOp> kv_a;    // [kv_lora + rope, H]: the latent, then the shared rope key
+  std::vector<float> kv_a_norm;      // [kv_lora]
+  // kv_b_proj [nH*(nope+v), kv_lora] row-major f32: per head nope key rows then
+  // v value rows. Held as a matrix, not an op: it is absorbed into each query
+  // (keys) and applied to each attention-weighted latent (values).
+  std::vector<float> kv_b;
+  std::vector<float> q_a_bias, kv_a_bias;  // attention_bias; empty when absent
+};
+
 struct LayerWeights {
   std::vector<float> input_norm;           // [H]
   std::vector<float> post_attention_norm;  // [H]
-  std::unique_ptr<LinearOp> q, k, v, o;    // [nH*D, H], [nKV*D, H] x2, [H, nH*D]
+  std::unique_ptr<LinearOp> q, k, v, o;    // [nH*D, H], [nKV*D, H] x2, [H, nH*D] (MLA: o only)
+  MlaWeights mla;                          // multi-head latent attention layers
   std::vector<float> q_bias, k_bias, v_bias, o_bias;  // empty when absent
   std::vector<float> q_norm, k_norm;  // [D] per head (Qwen3) or [nH*D]/[nKV*D] (OLMoE); empty: none
   bool sparse = false;
   std::unique_ptr<LinearOp> router;  // [E, H], sparse layers
+  std::vector<float> router_bias;    // [E] DeepSeek-V3 e_score_correction_bias (selection only); else empty
   SwiGluWeights mlp;                 // dense layers: [I, H], [I, H], [H, I]
   SwiGluWeights shared_expert;       // Qwen2-MoE sparse layers
   std::unique_ptr<LinearOp> shared_expert_gate;  // [1, H]

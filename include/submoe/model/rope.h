@@ -57,6 +57,13 @@ class Rope {
   static void rotate(float* x, size_t num_heads, size_t head_stride, int dim, const float* cos_half,
                      const float* sin_half);
 
+  // The same rotation on interleaved pairs (GPT-J / complex form, DeepSeek's
+  // rope_interleave): (x[2i], x[2i+1]) turns by angle i, i < dim/2. transformers
+  // permutes the rope slice of q and k alike to [x0, x2, ..., x1, x3, ...] and
+  // rotates halves; dot products of q and k agree exactly with this form.
+  static void rotate_interleaved(float* x, size_t num_heads, size_t head_stride, int dim, const float* cos_half,
+                                 const float* sin_half);
+
  private:
   int dim_ = 0;
   std::vector<float> inv_freq_;

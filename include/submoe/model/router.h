@@ -1,6 +1,7 @@
-// Router math shared by the softmax-then-top-k MoE architectures (Mixtral,
-// Qwen2-MoE, Qwen3-MoE, OLMoE): float32 softmax over the router logits, top-k over
-// the probabilities, optional renormalisation of the k selected weights.
+// Router math: the softmax-then-top-k routers (Mixtral, Qwen2-MoE, Qwen3-MoE,
+// OLMoE: float32 softmax over the router logits, top-k over the probabilities,
+// optional renormalisation of the k selected weights) and DeepSeek's
+// group-limited routers (router_grouped.cpp).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,29 @@ struct Routing {
 // weights = top-k of softmax_f32(logits); if `renormalize`, divided by their sum.
 void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
                          bool renormalize, Routing* out);
+
+// DeepSeek-V3 (transformers DeepseekV3TopkRouter, "noaux_tc"): scores =
+// sigmoid(logits) in float32; selection runs on scores + bias (the layer's
+// e_score_correction_bias, [num_experts]): the experts form n_group contiguous
+// groups, each ranked by the sum of its two best biased scores; experts outside
+// the best topk_group groups get 0.0 (not -inf: transformers' quirk, so a
+// negative biased score can lose to a masked expert), and the k best of those
+// are chosen, ranked by that masked biased score. Their weights are the
+// unbiased scores, divided by (their sum + 1e-20) if `renormalize`. `logits`
+// is overwritten with the scores. Requires n_group to divide num_experts with
+// at least two experts a group, 1 <= topk_group <= n_group.
+void route_sigmoid_group_top2(std::span<float> logits, std::span<const float> bias, size_t num_tokens,
+                              size_t num_experts, size_t k, size_t n_group, size_t topk_group, bool renormalize,
+                              Routing* out);
+
+// DeepSeek-V2 (transformers DeepseekV2Moe): softmax(logits) in float32; with
+// n_group > 1 ("group_limited_greedy") the experts of all but the topk_group
+// groups with the highest maximum probability are set to 0.0, then the k
+// largest probabilities are chosen and kept as weights (no renormalisation);
+// n_group == 1 is plain top-k ("greedy"). `logits` is overwritten with the
+// probabilities.
+void route_softmax_group_max(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
+                             size_t n_group, size_t topk_group, Routing* out);
 
 // The tokens each expert received, for grouped (one matrix product per expert)
 // execution: for expert e, the pairs (token, slot) in ascending token order, where

@@ -2,8 +2,6 @@
 // multi-head latent attention, routed experts named n_routed_experts, always-on
 // shared experts (one SwiGLU of n_shared_experts x moe_intermediate_size, no
 // gate), dense MLP layers below first_k_dense_replace, routed_scaling_factor.
-// Their forward pass is not implemented yet: configs parse (for inspect and
-// project), and running one is refused by name.
 #include <cmath>
 
 #include "descriptors.h"
@@ -59,6 +57,16 @@ Status parse_deepseek_fields(const ConfigFields& f, MoeModelConfig* c) {
   SUBMOE_RETURN_IF_ERROR(f.get_double("routed_scaling_factor", &c->routed_scaling_factor));
   if (!(c->routed_scaling_factor > 0)) return f.error("routed_scaling_factor", "must be positive");
   SUBMOE_RETURN_IF_ERROR(f.get_bool("attention_bias", &c->attention_bias));
+
+  // DeepseekV2/V3Attention (transformers yarn_apply_mscale): the softmax scale
+  // is multiplied by mscale^2, mscale = yarn_get_mscale(rope factor,
+  // mscale_all_dim), for any non-default rope type naming a non-zero
+  // mscale_all_dim (the factor as written).
+  const RopeScaling& r = c->rope_scaling;
+  if (r.type != RopeType::kDefault && r.mscale_all_dim && *r.mscale_all_dim != 0.0) {
+    const double m = r.factor <= 1.0 ? 1.0 : 0.1 * *r.mscale_all_dim * std::log(r.factor) + 1.0;
+    c->attention_scale_multiplier = m * m;
+  }
 
   // Multi-head latent attention.
   c->attention = AttentionKind::kMla;
@@ -121,9 +129,11 @@ Status check_router_groups(const ConfigFields& f, const MoeModelConfig& c, int64
 }
 
 Status check_deepseek_forward(const MoeModelConfig& c) {
-  return unsupported("config: " + c.model_type +
-                     ": the forward pass (multi-head latent attention, group-limited routing) is not implemented "
-                     "yet; inspect and project read this config, run, eval and compress cannot");
+  if (c.attention != AttentionKind::kMla || c.kv_lora_rank <= 0)
+    return invalid_argument("config: " + c.model_type + " uses multi-head latent attention (kv_lora_rank > 0)");
+  if (c.qk_norm != QkNorm::kNone || c.clip_qkv || c.sliding_window)
+    return invalid_argument("config: " + c.model_type + " has no QK-norm, qkv clipping or sliding window");
+  return Status::ok();
 }
 
 void write_deepseek_fields(const MoeModelConfig& c, nlohmann::json* j) {
