@@ -81,8 +81,8 @@ grep -q 'submoe_http_responses_total{route="/v1/completions",code="400"}' <<<"$(
 
 # A client that disconnects mid-stream: its generation is cancelled (and the
 # server keeps serving).
-long="{\"prompt\":\"x\",\"max_tokens\":1500,\"temperature\":0,\"ignore_eos\":true,\"stream\":true}"
-curl -s -N --max-time 1 -H 'Content-Type: application/json' --data-binary "$long" "$url/v1/completions" >/dev/null || true
+long="{\"prompt\":\"x\",\"max_tokens\":2000,\"temperature\":0,\"ignore_eos\":true,\"stream\":true}"
+curl -s -N --max-time 0.3 -H 'Content-Type: application/json' --data-binary "$long" "$url/v1/completions" >/dev/null || true
 cancelled=0
 for _ in $(seq 1 100); do
   cancelled=$(curl -s "$url/metrics" | sed -n 's/^submoe_requests_finished_total{reason="cancelled"} //p')
@@ -95,11 +95,11 @@ expect 200 "served after the disconnect" "$(http POST /v1/completions '{"prompt"
 # The same for a client waiting on a non-streaming completion (and a chat one).
 for route in completions chat/completions; do
   case $route in
-    completions) body='{"prompt":"x","max_tokens":1500,"temperature":0,"ignore_eos":true}' ;;
-    *) body='{"messages":[{"role":"user","content":"x"}],"max_tokens":1500,"temperature":0,"ignore_eos":true}' ;;
+    completions) body='{"prompt":"x","max_tokens":2000,"temperature":0,"ignore_eos":true}' ;;
+    *) body='{"messages":[{"role":"user","content":"x"}],"max_tokens":2000,"temperature":0,"ignore_eos":true}' ;;
   esac
   before=$(curl -s "$url/metrics" | sed -n 's/^submoe_requests_finished_total{reason="cancelled"} //p')
-  curl -s --max-time 1 -H 'Content-Type: application/json' --data-binary "$body" "$url/v1/$route" >/dev/null || true
+  curl -s --max-time 0.3 -H 'Content-Type: application/json' --data-binary "$body" "$url/v1/$route" >/dev/null || true
   after=$before
   for _ in $(seq 1 100); do
     after=$(curl -s "$url/metrics" | sed -n 's/^submoe_requests_finished_total{reason="cancelled"} //p')
