@@ -117,6 +117,10 @@ void setup_synth_model(CLI::App& root) {
       "layer (see include/submoe/model/synth_checkpoint.h); RMSNorm weights 1; biases 0. The bytes\n"
       "depend only on the options and --seed (not on --threads). Memory stays bounded (tens of MB)\n"
       "for any model size; progress goes to stderr for models over 256 MB.\n"
+      "deepseek_v2 / deepseek_v3 get DeepSeek-V3's proportions per head of d = hidden / heads: multi-head\n"
+      "latent attention with qk_nope = v = d, qk_rope = d / 2, kv_lora_rank 4d, q_lora_rank 12d; one dense\n"
+      "first layer (--dense-ffn wide), shared experts of --ffn width (--shared-ffn / --ffn of them), up to\n"
+      "8 expert groups of which half are kept; d must be a multiple of 4.\n"
       "Output (stdout): a summary line, or with --json one object\n"
       "{out, parameters, bytes, files, seconds, model_type, vocab_size}.");
   cmd->add_option("--arch", o->arch, "mixtral | qwen2_moe | qwen3_moe | olmoe")->required();
@@ -135,7 +139,7 @@ void setup_synth_model(CLI::App& root) {
   cmd->add_option("--vocab", o->spec.vocab,
                   "vocabulary size; 0 = the tokenizer's size, or 32000 without one; must cover the tokenizer")
       ->capture_default_str();
-  cmd->add_option("--shared-ffn", o->spec.shared_ffn, "qwen2_moe shared expert width; 0 = 4 * ffn")
+  cmd->add_option("--shared-ffn", o->spec.shared_ffn, "qwen2_moe shared expert width (deepseek: total width of the shared experts); 0 = 4 * ffn")
       ->capture_default_str();
   cmd->add_option("--dense-ffn", o->spec.dense_ffn, "qwen dense-layer MLP width (intermediate_size); 0 = 4 * ffn")
       ->capture_default_str();

@@ -226,10 +226,9 @@ Result<io::MoeModelConfig> resolve_synth_config(const SynthSpec& s, const io::To
   if (arch.mlp_only_layers_key) c.mlp_only_layers.assign(dense.begin(), dense.end());
   // The family's released checkpoints: eps, theta, top-k renormalisation, biases, layer rules.
   arch.synth_defaults(&c);
-  if (c.attention == io::AttentionKind::kMla)
-    return unsupported("synth-model: " + c.model_type +
-                       ": synthetic checkpoints with multi-head latent attention are not written yet "
-                       "(the forward pass runs Hugging Face checkpoints of it)");
+  if (c.attention == io::AttentionKind::kMla && c.qk_rope_head_dim % 2 != 0)
+    return invalid_argument("multi-head latent attention: hidden / heads = " + std::to_string(c.qk_nope_head_dim) +
+                            " must be a multiple of 4 (the RoPE part, qk_rope_head_dim, is half of it and even)");
   if (tokenizer) {
     if (tokenizer->bos_id()) c.bos_token_id = *tokenizer->bos_id();
     if (tokenizer->eos_id()) c.eos_token_ids = {*tokenizer->eos_id()};

@@ -30,7 +30,25 @@ void add_swiglu(std::vector<CheckpointTensor>* out, const std::string& prefix, i
   add(out, prefix + ".down_proj.weight", {hidden, inner}, SynthInit::kNormal);
 }
 
+// Multi-head latent attention (DeepSeek, doc §6.3).
+void add_mla_attention(std::vector<CheckpointTensor>* out, const io::MoeModelConfig& c, const std::string& a) {
+  const int64_t H = c.hidden_size, nH = c.num_attention_heads, rope = c.qk_rope_head_dim;
+  const int64_t q_width = nH * (c.qk_nope_head_dim + rope), rank = c.kv_lora_rank;
+  if (c.q_lora_rank) {
+    add(out, a + "q_a_proj.weight", {*c.q_lora_rank, H}, SynthInit::kNormal);
+    add(out, a + "q_a_layernorm.weight", {*c.q_lora_rank}, SynthInit::kOnes);
+    add(out, a + "q_b_proj.weight", {q_width, *c.q_lora_rank}, SynthInit::kNormal);
+  } else {
+    add(out, a + "q_proj.weight", {q_width, H}, SynthInit::kNormal);
+  }
+  add(out, a + "kv_a_proj_with_mqa.weight", {rank + rope, H}, SynthInit::kNormal);
+  add(out, a + "kv_a_layernorm.weight", {rank}, SynthInit::kOnes);
+  add(out, a + "kv_b_proj.weight", {nH * (c.qk_nope_head_dim + c.v_head_dim), rank}, SynthInit::kNormal);
+  add(out, a + "o_proj.weight", {H, nH * c.v_head_dim}, SynthInit::kNormal);
+}
+
 void add_attention(std::vector<CheckpointTensor>* out, const io::MoeModelConfig& c, const std::string& prefix) {
+  if (c.attention == io::AttentionKind::kMla) return add_mla_attention(out, c, prefix + "self_attn.");
   const int64_t H = c.hidden_size, D = c.head_dim;
   const int64_t q = c.num_attention_heads * D, kv = c.num_key_value_heads * D;
   const std::string a = prefix + "self_attn.";
@@ -69,6 +87,8 @@ std::vector<CheckpointTensor> checkpoint_layout(const io::MoeModelConfig& c) {
     }
     const std::string block = sparse_block_prefix(arch, layer);
     add(&out, block + ".gate.weight", {c.num_experts, H}, SynthInit::kRouter);
+    if (c.router_selection == io::RouterSelection::kSigmoidGroupTop2)
+      add(&out, block + ".gate.e_score_correction_bias", {c.num_experts}, SynthInit::kZeros);
     if (arch.has_shared_expert) {
       add_swiglu(&out, block + "." + std::string(arch.shared_expert_module), H, c.shared_expert_intermediate_size);
       if (!arch.shared_expert_gate.empty())

@@ -119,8 +119,16 @@ for repr in "ternary_dict" "rvq --bits 2"; do
     fail "paged run ds-$name: $rc: $out"
 done
 rc=0; out=$("$bin" trace record --model "$work/ds-ternary_dict" --text "$work/calib.txt" --out "$work/ds.trace" 2>&1) || rc=$?
-[ "$rc" -eq 0 ] && "$bin" trace stats "$work/ds.trace" 2>&1 | grep -q "2 layers, 8 experts, top-2" &&
+[ "$rc" -eq 0 ] && grep -q "2 layers, 8 experts, top-2" <<<"$("$bin" trace stats "$work/ds.trace" 2>&1)" &&
   echo "ok   trace record on the deepseek_v3 artifact: 2 MoE layers, 8 experts, top-2" || fail "trace: $rc: $out"
+
+# synth-model writes DeepSeek-V3-shaped checkpoints that inspect reads as MLA and run generates from.
+rc=0; out=$("$bin" synth-model --arch deepseek_v3 --layers 3 --experts 8 --top-k 2 --hidden 128 --ffn 32 \
+  --tokenizer-from "$src/models/default-moe" --out "$work/synth-ds" 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && grep -qF "multi-head latent, 1 heads, kv_lora_rank 512" <<<"$("$bin" inspect "$work/synth-ds" 2>&1)" &&
+   "$bin" run --model "$work/synth-ds" --prompt hi -n 4 --ignore-eos >/dev/null 2>&1; then
+  echo "ok   synth-model deepseek_v3: MLA checkpoint inspected and run"
+else fail "synth-model deepseek_v3: $rc: $out"; fi
 
 # FP8 block-scaled checkpoints as the hub stores DeepSeek-V3 and Kimi-K2:
 # tools/make_fp8_checkpoint.py rewrites the fixture's projections as F8_E4M3

@@ -176,7 +176,7 @@ TEST(SynthCheckpoint, ValuesFollowTheDocumentedInit) {
 
 // The layout of each fixture's config equals the tensors transformers wrote.
 TEST(SynthCheckpoint, LayoutMatchesCheckpointsWrittenByTransformers) {
-  for (const char* fixture : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"}) {
+  for (const char* fixture : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q"}) {
     SCOPED_TRACE(fixture);
     auto config = io::load_hf_config(kFixtures + fixture);
     ASSERT_TRUE(config.is_ok()) << config.status().to_string();
@@ -188,7 +188,12 @@ TEST(SynthCheckpoint, LayoutMatchesCheckpointsWrittenByTransformers) {
     for (const CheckpointTensor& t : layout) EXPECT_TRUE(ours.emplace(t.name, t.shape).second) << t.name;
     EXPECT_EQ(ours, stored);
     const auto golden = nlohmann::json::parse(slurp(kFixtures + fixture + "/golden.json"));
-    EXPECT_EQ(layout_parameters(layout), golden["num_parameters"].get<int64_t>());
+    // transformers counts parameters, not buffers: DeepSeek-V3's
+    // e_score_correction_bias is a buffer that checkpoints store.
+    int64_t buffers = 0;
+    for (const CheckpointTensor& t : layout)
+      if (t.name.ends_with(".e_score_correction_bias")) buffers += t.numel();
+    EXPECT_EQ(layout_parameters(layout) - buffers, golden["num_parameters"].get<int64_t>());
   }
 }
 
@@ -257,21 +262,78 @@ TEST(SynthCheckpoint, ConfigJsonUsesEachArchitecturesFieldsAndRoundTrips) {
         break;
       case io::Architecture::kDeepseekV2:
       case io::Architecture::kDeepseekV3:
-        ADD_FAILURE() << "no synthetic checkpoints of multi-head latent attention";
+        ADD_FAILURE() << "multi-head latent attention is checked by LatentAttentionCheckpointsRoundTripLoadAndRoute";
         break;
     }
   }
 }
 
-// Multi-head latent attention has no synthetic checkpoints yet: the refusal
-// names the architecture.
-TEST(SynthCheckpoint, LatentAttentionArchitecturesAreRefusedByName) {
+// DeepSeek-V2/V3 synthetic checkpoints: V3's MLA proportions per head, one
+// dense first layer, shared experts, expert groups; config.json parses back to
+// the same shape, the layout is the one transformers writes (checked against
+// the fixtures above), and the model loads and routes over every expert.
+TEST(SynthCheckpoint, LatentAttentionCheckpointsRoundTripLoadAndRoute) {
+  TempDir tmp;
+  ThreadPool pool(2);
   for (io::Architecture arch : {io::Architecture::kDeepseekV2, io::Architecture::kDeepseekV3}) {
-    auto c = resolve_synth_config(tiny_spec(arch));
-    ASSERT_FALSE(c.is_ok());
-    EXPECT_EQ(c.status().code(), ErrorCode::kUnsupported);
-    EXPECT_NE(c.status().message().find(io::architecture_model_type(arch)), std::string::npos) << c.status().message();
+    SCOPED_TRACE(std::string(io::architecture_model_type(arch)));
+    SynthSpec spec = tiny_spec(arch);
+    spec.layers = 3;
+    spec.experts = 8;
+    spec.shared_ffn = 48;  // two shared experts of ffn 24
+    auto c = resolve_synth_config(spec);
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    auto back = io::parse_hf_config(synth_config_json(*c));
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    const io::MoeModelConfig& b = *back;
+    EXPECT_EQ(b.attention, io::AttentionKind::kMla);
+    EXPECT_EQ(b.qk_nope_head_dim, 16);  // hidden 64 / 4 heads
+    EXPECT_EQ(b.v_head_dim, 16);
+    EXPECT_EQ(b.qk_rope_head_dim, 8);
+    EXPECT_EQ(b.head_dim, 8);
+    EXPECT_EQ(b.kv_lora_rank, 64);
+    EXPECT_EQ(b.q_lora_rank, std::optional<int64_t>(192));
+    EXPECT_EQ(b.num_key_value_heads, 4);
+    EXPECT_EQ(b.first_k_dense_replace, 1);
+    EXPECT_FALSE(b.is_moe_layer(0));
+    EXPECT_TRUE(b.is_moe_layer(1) && b.is_moe_layer(2));
+    EXPECT_EQ(b.num_shared_experts, 2);
+    EXPECT_EQ(b.shared_expert_intermediate_size, 48);
+    EXPECT_EQ(b.n_group, 4);
+    EXPECT_EQ(b.topk_group, 2);
+    EXPECT_EQ(b.router_selection, c->router_selection);
+    EXPECT_EQ(b.routed_scaling_factor, arch == io::Architecture::kDeepseekV3 ? 2.5 : 1.0);
+    EXPECT_TRUE(io::check_forward_supported(b).is_ok());
+
+    auto r = write_synth_checkpoint(spec, tmp.file(std::string(io::architecture_model_type(arch))), quick_options());
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    auto m = MoeModel::load(tmp.file(std::string(io::architecture_model_type(arch))));
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    Session session(**m, &pool);
+    std::map<int, std::vector<int>> chosen;
+    session.set_routing_observer([&](int layer, size_t, const Routing& routing) {
+      auto& n = chosen[layer];
+      n.resize(8);
+      for (int32_t e : routing.experts) n[static_cast<size_t>(e)]++;
+    });
+    std::vector<int32_t> ids(60);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 5) % 97);
+    std::vector<float> logits;
+    ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
+    for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+    ASSERT_EQ(chosen.size(), 2u);
+    for (const auto& [layer, n] : chosen)
+      for (int k : n) EXPECT_GE(k, 2) << "layer " << layer << ": every expert is chosen";
   }
+}
+
+// hidden / heads not a multiple of 4 leaves an odd RoPE part: refused.
+TEST(SynthCheckpoint, LatentAttentionNeedsARopePartThatIsEven) {
+  SynthSpec spec = tiny_spec(io::Architecture::kDeepseekV3);
+  spec.hidden = 72;  // 18 per head, RoPE part 9
+  auto c = resolve_synth_config(spec);
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("multiple of 4"), std::string::npos) << c.status().message();
 }
 
 // Total parameters by the formula of doc §1.5 and §2-§5, written out per architecture.

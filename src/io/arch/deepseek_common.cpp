@@ -136,6 +136,31 @@ Status check_deepseek_forward(const MoeModelConfig& c) {
   return Status::ok();
 }
 
+void deepseek_synth_shape(MoeModelConfig* c, double routed_scaling_factor) {
+  c->attention = AttentionKind::kMla;
+  const int64_t d = c->hidden_size / c->num_attention_heads;
+  c->qk_nope_head_dim = d;
+  c->v_head_dim = d;
+  c->qk_rope_head_dim = d / 2;
+  c->head_dim = c->qk_rope_head_dim;
+  c->kv_lora_rank = 4 * d;
+  c->q_lora_rank = 12 * d;
+  c->num_key_value_heads = c->num_attention_heads;
+  c->first_k_dense_replace = c->num_hidden_layers > 1 ? 1 : 0;
+  c->num_shared_experts = std::max<int64_t>(1, c->shared_expert_intermediate_size / c->moe_intermediate_size);
+  c->shared_expert_intermediate_size = c->num_shared_experts * c->moe_intermediate_size;
+  c->routed_scaling_factor = routed_scaling_factor;
+  c->n_group = 1;
+  for (int64_t g : {8, 4, 2})
+    if (c->num_experts % g == 0 && c->num_experts / g >= 2) {
+      c->n_group = g;
+      break;
+    }
+  c->topk_group = std::max<int64_t>(1, c->n_group / 2);
+  while (c->topk_group < c->n_group && c->num_experts_per_tok > c->topk_group * (c->num_experts / c->n_group))
+    ++c->topk_group;
+}
+
 void write_deepseek_fields(const MoeModelConfig& c, nlohmann::json* j) {
   (*j)["intermediate_size"] = c.intermediate_size;
   (*j)["moe_intermediate_size"] = c.moe_intermediate_size;

@@ -59,7 +59,8 @@ Status parse_fields(const ConfigFields& f, MoeModelConfig* c) {
 bool layer_slides(const MoeModelConfig&, int) { return false; }
 
 void synth_defaults(MoeModelConfig* c) {
-  c->attention = AttentionKind::kMla;
+  deepseek_synth_shape(c, 1.0);
+  c->router_selection = c->n_group > 1 ? RouterSelection::kSoftmaxGroupMax : RouterSelection::kSoftmaxTopK;
   c->rms_norm_eps = 1e-6;
   c->rope_theta = 1e4;
   c->norm_topk_prob = false;

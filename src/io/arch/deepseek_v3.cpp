@@ -55,7 +55,9 @@ Status parse_fields(const ConfigFields& f, MoeModelConfig* c) {
 bool layer_slides(const MoeModelConfig&, int) { return false; }
 
 void synth_defaults(MoeModelConfig* c) {
-  c->attention = AttentionKind::kMla;
+  deepseek_synth_shape(c, 2.5);
+  c->router_selection = RouterSelection::kSigmoidGroupTop2;
+  c->rope_interleave = true;
   c->rms_norm_eps = 1e-6;
   c->rope_theta = 1e4;
   c->norm_topk_prob = true;

@@ -34,5 +34,12 @@ Status parse_deepseek_fields(const ConfigFields& f, MoeModelConfig* c);
 Status check_router_groups(const ConfigFields& f, const MoeModelConfig& c, int64_t min_group);
 Status check_deepseek_forward(const MoeModelConfig& c);
 void write_deepseek_fields(const MoeModelConfig& c, nlohmann::json* j);
+// synth-model's DeepSeek shape from hidden, heads, experts and widths already
+// set: DeepSeek-V3's MLA proportions per head of d = hidden / heads
+// (qk_nope = v = d, qk_rope = d / 2, kv_lora_rank = 4d, q_lora_rank = 12d;
+// 128, 64, 512 and 1536 at V3's d = 128), one dense first layer, shared experts
+// of moe_intermediate_size (as many as the shared width holds, at least one),
+// and up to 8 expert groups of which half are kept.
+void deepseek_synth_shape(MoeModelConfig* c, double routed_scaling_factor);
 
 }  // namespace submoe::io::arch
