@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "submoe/io/file_util.h"
+#include "submoe/io/hf_config.h"
 #include "submoe/io/safetensors.h"
 
 namespace submoe::io {
@@ -25,27 +25,19 @@ struct Fp8Scheme {
   int64_t block_rows = kDefaultBlock, block_cols = kDefaultBlock;
 };
 
-// config.json beside the weights, if any. A config that does not parse is left
-// to the config reader, which reports it.
+// config.json's quantization_config beside the weights, if any.
 Result<Fp8Scheme> read_scheme(const std::string& directory) {
   Fp8Scheme s;
-  const std::string path = (std::filesystem::path(directory) / "config.json").string();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return s;
-  auto text = read_file_to_string(path);
-  if (!text.is_ok()) return s;
-  const nlohmann::json root = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!root.is_object()) return s;
-  const auto qc = root.find("quantization_config");
-  if (qc == root.end() || !qc->is_object()) return s;
-  const auto method = qc->find("quant_method");
-  if (method == qc->end() || !method->is_string() || method->get<std::string>() != "fp8") return s;
+  nlohmann::json qc;
+  if (!read_quantization_config(directory, &qc)) return s;
+  const auto method = qc.find("quant_method");
+  if (method == qc.end() || !method->is_string() || method->get<std::string>() != "fp8") return s;
   s.declared = true;
-  const std::string where = path + ": quantization_config.";
-  if (const auto fmt = qc->find("fmt"); fmt != qc->end() && (!fmt->is_string() || fmt->get<std::string>() != "e4m3"))
+  const std::string where = (std::filesystem::path(directory) / "config.json").string() + ": quantization_config.";
+  if (const auto fmt = qc.find("fmt"); fmt != qc.end() && (!fmt->is_string() || fmt->get<std::string>() != "e4m3"))
     return unsupported(where + "fmt is " + fmt->dump() + "; FP8 checkpoints are read in the e4m3 format only");
-  const auto block = qc->find("weight_block_size");
-  if (block == qc->end() || block->is_null()) return s;
+  const auto block = qc.find("weight_block_size");
+  if (block == qc.end() || block->is_null()) return s;
   if (!block->is_array() || block->size() != 2 || !(*block)[0].is_number_integer() ||
       !(*block)[1].is_number_integer())
     return corrupt_data(where + "weight_block_size must be two integers [rows, cols], got " + block->dump());

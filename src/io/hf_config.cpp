@@ -331,4 +331,22 @@ Result<MoeModelConfig> load_hf_config(const std::string& path) {
   return parse_hf_config(text, file);
 }
 
+double yarn_get_mscale(double factor, double mscale) {
+  return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+}
+
+bool read_quantization_config(const std::string& directory, nlohmann::json* out) {
+  const std::string path = (std::filesystem::path(directory) / "config.json").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  auto text = read_file_to_string(path);
+  if (!text.is_ok()) return false;
+  nlohmann::json root = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!root.is_object()) return false;
+  const auto qc = root.find("quantization_config");
+  if (qc == root.end() || !qc->is_object()) return false;
+  *out = std::move(*qc);
+  return true;
+}
+
 }  // namespace submoe::io

@@ -78,27 +78,19 @@ void project(const BlockContext& ctx, size_t layer, const MlaDims& d) {
   }
 }
 
-// query [rank + rope] = [W_uk[h]^T q_nope | q_pe] for one head.
-void absorb_query(const float* kv_b, const float* q_head, const MlaDims& d, size_t h, float* query) {
-  std::fill_n(query, d.rank, 0.0f);
-  const float* w_uk = kv_b + h * (d.nope + d.v) * d.rank;
-  for (size_t i = 0; i < d.nope; ++i) {
-    const float qi = q_head[i];
-    const float* w = w_uk + i * d.rank;
-    for (size_t r = 0; r < d.rank; ++r) query[r] += qi * w[r];
-  }
+// query [rank + rope] = [W_uk[h]^T q_nope | q_pe] for one head: the nope
+// rows of W_uk[h] weighted by q_nope, which is the kernels' value mix.
+void absorb_query(const AttentionKernels& k, const float* kv_b, const float* q_head, const MlaDims& d, size_t h,
+                  float* query) {
+  k.mix(q_head, kv_b + h * (d.nope + d.v) * d.rank, d.nope, d.rank, query);
   std::copy_n(q_head + d.nope, d.rope, query + d.rank);
 }
 
-// out [v] = W_uv[h] mix[0, rank).
-void expand_value(const float* kv_b, const float* mix, const MlaDims& d, size_t h, float* out) {
-  const float* w_uv = kv_b + (h * (d.nope + d.v) + d.nope) * d.rank;
-  for (size_t j = 0; j < d.v; ++j) {
-    const float* w = w_uv + j * d.rank;
-    float acc = 0.0f;
-    for (size_t r = 0; r < d.rank; ++r) acc += w[r] * mix[r];
-    out[j] = acc;
-  }
+// out [v] = W_uv[h] mix[0, rank): one dot product per value row, the kernels'
+// scores with scale 1.
+void expand_value(const AttentionKernels& k, const float* kv_b, const float* mix, const MlaDims& d, size_t h,
+                  float* out) {
+  k.scores(mix, kv_b + (h * (d.nope + d.v) + d.nope) * d.rank, d.v, d.rank, 1.0f, out);
 }
 
 }  // namespace
@@ -129,10 +121,10 @@ void mla_attention_block(const BlockContext& ctx, size_t layer) {
       const size_t u = i / d.heads, h = i % d.heads;
       const size_t t = (u % 2 == 0) ? u / 2 : T - 1 - u / 2;
       const float* latent_rows = rows.cache[t]->keys(layer, 0);
-      absorb_query(kv_b, &s.q[(t * d.heads + h) * d.q_head()], d, h, ts.mla_query.data());
+      absorb_query(kernels, kv_b, &s.q[(t * d.heads + h) * d.q_head()], d, h, ts.mla_query.data());
       attend_one_head(kernels, ts.mla_query.data(), latent_rows, latent_rows, 0, rows.position[t], d.row(), scaling,
                       ts.scores.data(), ts.mla_mix.data());
-      expand_value(kv_b, ts.mla_mix.data(), d, h, &s.attn[(t * d.heads + h) * d.v]);
+      expand_value(kernels, kv_b, ts.mla_mix.data(), d, h, &s.attn[(t * d.heads + h) * d.v]);
     }
   };
   const size_t work = T * d.heads * ((rows.max_position + 1) * d.row() + (d.nope + d.v) * d.rank);

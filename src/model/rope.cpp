@@ -4,10 +4,10 @@
 #include <cmath>
 #include <numbers>
 
+#include "submoe/io/hf_config.h"
+
 namespace submoe::model {
 namespace {
-
-double yarn_get_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
 
 // Dimension index whose wavelength makes `num_rotations` turns over max_pos.
 double yarn_correction_dim(double num_rotations, int dim, double base, double max_pos) {
@@ -75,9 +75,9 @@ Result<Rope> Rope::create(const RopeParams& p) {
     if (p.attention_factor) {
       attention_factor = *p.attention_factor;
     } else if (p.mscale && p.mscale_all_dim) {
-      attention_factor = yarn_get_mscale(p.factor, *p.mscale) / yarn_get_mscale(p.factor, *p.mscale_all_dim);
+      attention_factor = io::yarn_get_mscale(p.factor, *p.mscale) / io::yarn_get_mscale(p.factor, *p.mscale_all_dim);
     } else {
-      attention_factor = yarn_get_mscale(p.factor, 1.0);
+      attention_factor = io::yarn_get_mscale(p.factor, 1.0);
     }
     rope.attention_scaling_ = static_cast<float>(attention_factor);
     double low = yarn_correction_dim(p.beta_fast, p.dim, p.theta, max_pos);

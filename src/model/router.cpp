@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "router_rows.h"
+
 namespace submoe::model {
 
 void softmax_f32(std::span<float> x) {
@@ -50,26 +52,40 @@ void top_k_indices(std::span<const float> values, std::span<int32_t> idx) {
   }
 }
 
-void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
-                         bool renormalize, Routing* out) {
-  assert(logits.size() == num_tokens * num_experts);
+namespace detail {
+
+void size_routing(size_t num_tokens, size_t k, Routing* out) {
   out->num_tokens = num_tokens;
   out->k = k;
   out->experts.resize(num_tokens * k);
   out->weights.resize(num_tokens * k);
+}
+
+float choose_top_k(std::span<const float> ranking, std::span<const float> scores, size_t t, Routing* out) {
+  const size_t k = out->k;
+  std::span<int32_t> idx(out->experts.data() + t * k, k);
+  top_k_indices(ranking, idx);
+  float* w = out->weights.data() + t * k;
+  float sum = 0.0f;
+  for (size_t j = 0; j < k; ++j) {
+    w[j] = scores[static_cast<size_t>(idx[j])];
+    sum += w[j];
+  }
+  return sum;
+}
+
+}  // namespace detail
+
+void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
+                         bool renormalize, Routing* out) {
+  assert(logits.size() == num_tokens * num_experts);
+  detail::size_routing(num_tokens, k, out);
   for (size_t t = 0; t < num_tokens; ++t) {
     std::span<float> p = logits.subspan(t * num_experts, num_experts);
     softmax_f32(p);
-    std::span<int32_t> idx(out->experts.data() + t * k, k);
-    top_k_indices(p, idx);
-    float* w = out->weights.data() + t * k;
-    float sum = 0.0f;
-    for (size_t j = 0; j < k; ++j) {
-      w[j] = p[static_cast<size_t>(idx[j])];
-      sum += w[j];
-    }
+    const float sum = detail::choose_top_k(p, p, t, out);
     if (renormalize)
-      for (size_t j = 0; j < k; ++j) w[j] /= sum;
+      for (size_t j = 0; j < k; ++j) out->weights[t * k + j] /= sum;
   }
 }
 

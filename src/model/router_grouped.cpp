@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "router_rows.h"
 #include "submoe/model/router.h"
 
 namespace submoe::model {
@@ -23,13 +24,6 @@ void keep_best_groups(std::span<float> choice, std::span<const float> group_scor
   }
 }
 
-void size_routing(size_t num_tokens, size_t k, Routing* out) {
-  out->num_tokens = num_tokens;
-  out->k = k;
-  out->experts.resize(num_tokens * k);
-  out->weights.resize(num_tokens * k);
-}
-
 }  // namespace
 
 void route_sigmoid_group_top2(std::span<float> logits, std::span<const float> bias, size_t num_tokens,
@@ -37,7 +31,7 @@ void route_sigmoid_group_top2(std::span<float> logits, std::span<const float> bi
                               Routing* out) {
   assert(logits.size() == num_tokens * num_experts && bias.size() == num_experts);
   assert(n_group >= 1 && num_experts % n_group == 0 && num_experts / n_group >= 2);
-  size_routing(num_tokens, k, out);
+  detail::size_routing(num_tokens, k, out);
   const size_t per_group = num_experts / n_group;
   std::vector<float> choice(num_experts), group_score(n_group);
   std::vector<int32_t> kept;
@@ -63,17 +57,10 @@ void route_sigmoid_group_top2(std::span<float> logits, std::span<const float> bi
       }
       keep_best_groups(choice, group_score, per_group, topk_group, kept);
     }
-    std::span<int32_t> idx(out->experts.data() + t * k, k);
-    top_k_indices(choice, idx);
-    float* w = out->weights.data() + t * k;
-    float sum = 0.0f;
-    for (size_t j = 0; j < k; ++j) {
-      w[j] = s[static_cast<size_t>(idx[j])];
-      sum += w[j];
-    }
+    const float sum = detail::choose_top_k(choice, s, t, out);
     if (renormalize) {
       const float denominator = sum + 1e-20f;
-      for (size_t j = 0; j < k; ++j) w[j] /= denominator;
+      for (size_t j = 0; j < k; ++j) out->weights[t * k + j] /= denominator;
     }
   }
 }
@@ -81,7 +68,7 @@ void route_sigmoid_group_top2(std::span<float> logits, std::span<const float> bi
 void route_softmax_group_max(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
                              size_t n_group, size_t topk_group, Routing* out) {
   assert(logits.size() == num_tokens * num_experts && n_group >= 1 && num_experts % n_group == 0);
-  size_routing(num_tokens, k, out);
+  detail::size_routing(num_tokens, k, out);
   const size_t per_group = num_experts / n_group;
   std::vector<float> choice(num_experts), group_score(n_group);
   std::vector<int32_t> kept;
@@ -97,9 +84,7 @@ void route_softmax_group_max(std::span<float> logits, size_t num_tokens, size_t 
       }
       keep_best_groups(choice, group_score, per_group, topk_group, kept);
     }
-    std::span<int32_t> idx(out->experts.data() + t * k, k);
-    top_k_indices(choice, idx);
-    for (size_t j = 0; j < k; ++j) out->weights[t * k + j] = choice[static_cast<size_t>(idx[j])];
+    detail::choose_top_k(choice, choice, t, out);
   }
 }
 

@@ -5,11 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <set>
 
 #include "io/json_strict.h"
 #include "submoe/io/file_util.h"
+#include "submoe/io/hf_config.h"
 #include "submoe/runtime/artifact_format.h"
 
 namespace submoe::runtime {
@@ -177,17 +177,10 @@ Result<QuantizationConfig> parse_quantization_config(std::string_view config_jso
 }
 
 bool is_artifact(const std::string& directory) {
-  const std::string path = (std::filesystem::path(directory) / "config.json").string();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  auto text = io::read_file_to_string(path);
-  if (!text.is_ok()) return false;
-  const json root = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return false;
-  const auto qc = root.find("quantization_config");
-  if (qc == root.end() || !qc->is_object()) return false;
-  const auto m = qc->find("quant_method");
-  return m != qc->end() && m->is_string() && m->get<std::string>() == artifact::kQuantMethod;
+  json qc;
+  if (!io::read_quantization_config(directory, &qc)) return false;
+  const auto m = qc.find("quant_method");
+  return m != qc.end() && m->is_string() && m->get<std::string>() == artifact::kQuantMethod;
 }
 
 }  // namespace submoe::runtime

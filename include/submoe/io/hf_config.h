@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "submoe/core/status.h"
 
 namespace submoe::io {
@@ -59,6 +61,17 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
 };
+
+// YaRN's magnitude correction, transformers' get_mscale / yarn_get_mscale:
+// 0.1 * mscale * ln(factor) + 1 for factor > 1, else 1. The RoPE tables
+// (model/rope.cpp) and DeepSeek's softmax scale (io/arch) both use it.
+double yarn_get_mscale(double factor, double mscale);
+
+// The quantization_config object of `directory`/config.json into *out: false
+// when there is no readable, parsable config or no such object (the config
+// reader reports bad configs). Its quant_method tells a submoe artifact
+// ("submoe") from an FP8 block-scaled hub checkpoint ("fp8").
+bool read_quantization_config(const std::string& directory, nlohmann::json* out);
 
 // Where the query/key RMSNorm sits, if any.
 enum class QkNorm {

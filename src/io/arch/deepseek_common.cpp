@@ -64,7 +64,7 @@ Status parse_deepseek_fields(const ConfigFields& f, MoeModelConfig* c) {
   // mscale_all_dim (the factor as written).
   const RopeScaling& r = c->rope_scaling;
   if (r.type != RopeType::kDefault && r.mscale_all_dim && *r.mscale_all_dim != 0.0) {
-    const double m = r.factor <= 1.0 ? 1.0 : 0.1 * *r.mscale_all_dim * std::log(r.factor) + 1.0;
+    const double m = yarn_get_mscale(r.factor, *r.mscale_all_dim);
     c->attention_scale_multiplier = m * m;
   }
 
