@@ -129,6 +129,11 @@ if [ "$rc" -eq 0 ] && grep -qF "multi-head latent, 1 heads, kv_lora_rank 512" <<
    "$bin" run --model "$work/synth-ds" --prompt hi -n 4 --ignore-eos >/dev/null 2>&1; then
   echo "ok   synth-model deepseek_v3: MLA checkpoint inspected and run"
 else fail "synth-model deepseek_v3: $rc: $out"; fi
+rc=0; out=$("$bin" synth-model --arch deepseek_v3 --layers 2 --experts 4 --hidden 72 --heads 4 --ffn 16 \
+  --out "$work/synth-bad" 2>&1) || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qF "must be a multiple of 4" <<<"$out" && [ ! -e "$work/synth-bad/model.safetensors" ]; then
+  echo "ok   synth-model deepseek_v3 with an odd RoPE part refused -> $rc, nothing written"
+else fail "synth-model odd rope: $rc: $out"; fi
 
 # FP8 block-scaled checkpoints as the hub stores DeepSeek-V3 and Kimi-K2:
 # tools/make_fp8_checkpoint.py rewrites the fixture's projections as F8_E4M3

@@ -48,10 +48,10 @@ Fp8Matrix random_matrix(int64_t rows, int64_t cols, int64_t br, int64_t bc, uint
   return m;
 }
 
-void write_config(const TempDir& dir, const std::string& block) {
+void write_config(const TempDir& dir, const std::string& block, const std::string& fmt = "e4m3") {
   testing::write_bytes(dir.file("config.json"),
-                       R"({"model_type": "deepseek_v3", "quantization_config": {"quant_method": "fp8", "fmt": "e4m3",)"
-                       R"( "activation_scheme": "dynamic")" +
+                       R"({"model_type": "deepseek_v3", "quantization_config": {"quant_method": "fp8", "fmt": ")" + fmt +
+                           R"(", "activation_scheme": "dynamic")" +
                            (block.empty() ? std::string() : ", \"weight_block_size\": " + block) + "}}");
 }
 
@@ -137,6 +137,7 @@ TEST(Fp8BlockScales, InconsistenciesAreRefusedByName) {
     std::function<void(SafetensorsWriter*)> build;
     std::string config_block;
     std::string message;
+    std::string fmt = "e4m3";
   };
   const std::vector<float> one{1.0f};
   const std::vector<Case> cases = {
@@ -173,10 +174,16 @@ TEST(Fp8BlockScales, InconsistenciesAreRefusedByName) {
       {"bad block size",
        [&](SafetensorsWriter* w) { add_matrix(w, "a.weight", a, DType::kF32); }, "[0, 24]",
        "weight_block_size [0,24] is out of range"},
+      {"block size not two integers",
+       [&](SafetensorsWriter* w) { add_matrix(w, "a.weight", a, DType::kF32); }, "[16.5, 24]",
+       "weight_block_size must be two integers [rows, cols], got [16.5,24]"},
+      {"another FP8 format",
+       [&](SafetensorsWriter* w) { add_matrix(w, "a.weight", a, DType::kF32); }, "[16, 24]",
+       "fmt is \"e5m2\"; FP8 checkpoints are read in the e4m3 format only", "e5m2"},
   };
   for (const Case& c : cases) {
     TempDir dir;
-    write_config(dir, c.config_block);
+    write_config(dir, c.config_block, c.fmt);
     SafetensorsWriter w;
     c.build(&w);
     ASSERT_TRUE(w.write(dir.file("model.safetensors")).is_ok());
