@@ -40,7 +40,7 @@ CORPORA = SHARED / "corpora"
 DEFAULT_OUT = REPO / "tests" / "fixtures"
 
 N_GENERATE = 8
-SIZE_LIMIT_BYTES = 5 * 1024 * 1024  # all model fixtures together
+SIZE_LIMIT_BYTES = 6 * 1024 * 1024  # all model fixtures together
 
 PROMPTS = [
     "The quick brown fox jumps.",
@@ -482,6 +482,20 @@ def fixture_specs(tok_sizes: dict) -> dict:
             rope_scaling=None,
             rms_norm_eps=1e-6, attention_bias=False, tie_word_embeddings=False,
             bos_token_id=None, eos_token_id=None, pad_token_id=None)),
+        # GPT-OSS: fused transposed experts with interleaved gate/up and biases, the clamped
+        # SwiGLU (random experts scaled so that the clamps at 7 bind), top-4 then softmax over
+        # the router's biased logits, attention sinks, alternating sliding (window 4, so it
+        # binds within the prompts) and full layers, YaRN with truncate=false, head_dim != H/nH.
+        "gpt_oss": ("qwen2_bytelevel", "GptOssForCausalLM", dict(
+            vocab_size=tok_sizes["qwen2_bytelevel"],
+            hidden_size=64, intermediate_size=16, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+            num_local_experts=8, num_experts_per_tok=4, sliding_window=4,
+            max_position_embeddings=256, rope_theta=150000.0,
+            rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                          "truncate": False, "original_max_position_embeddings": 64},
+            rms_norm_eps=1e-5, tie_word_embeddings=False,
+            bos_token_id=None, eos_token_id=None, pad_token_id=None)),
     }
 
 
@@ -506,9 +520,16 @@ def randomize_(model, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) * (0.25 if tied else 1.0))
             elif p.ndim == 2:
                 std = 1.0 / math.sqrt(p.shape[1])
-                if name.endswith("mlp.gate.weight") or name.endswith("block_sparse_moe.gate.weight"):
+                if (name.endswith("mlp.gate.weight") or name.endswith("block_sparse_moe.gate.weight")
+                        or name.endswith("mlp.router.weight")):
                     std *= 2.0
                 p.copy_(torch.randn(p.shape, generator=g) * std)
+            elif name.endswith("experts.gate_up_proj"):  # GPT-OSS [E, H, 2I]: clamps at 7 bind
+                p.copy_(torch.randn(p.shape, generator=g) * (4.0 / math.sqrt(p.shape[1])))
+            elif name.endswith("experts.down_proj"):  # GPT-OSS [E, I, H]
+                p.copy_(torch.randn(p.shape, generator=g) * (0.25 / math.sqrt(p.shape[1])))
+            elif name.endswith("self_attn.sinks"):  # GPT-OSS: sinks that take real mass
+                p.copy_(torch.randn(p.shape, generator=g) * 2.0)
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.1)
         for name, b in sorted(model.named_buffers(), key=lambda kv: kv[0]):
@@ -521,7 +542,7 @@ def moe_gate_modules(model) -> dict[int, object]:
     res = {}
     for i, layer in enumerate(model.model.layers):
         moe = getattr(layer, "block_sparse_moe", None) or getattr(layer, "mlp", None)
-        gate = getattr(moe, "gate", None)
+        gate = getattr(moe, "gate", None) or getattr(moe, "router", None)
         if gate is not None and hasattr(moe, "experts"):
             res[i] = gate
     return res
@@ -531,9 +552,14 @@ def is_deepseek(cfg) -> bool:
     return cfg.model_type == "deepseek_v3"
 
 
+def is_gpt_oss(cfg) -> bool:
+    return cfg.model_type == "gpt_oss"
+
+
 def routing_rule(cfg) -> tuple[int, bool]:
     k = cfg.num_experts_per_tok
-    norm = True if cfg.model_type == "mixtral" else bool(cfg.norm_topk_prob)
+    # GPT-OSS: softmax over the k chosen logits, i.e. weights that sum to 1
+    norm = True if cfg.model_type in ("mixtral", "gpt_oss") else bool(cfg.norm_topk_prob)
     return k, norm
 
 
@@ -553,7 +579,12 @@ def run_forward(model, ids, past=None):
         lambda m, i, o: rec.__setitem__("final_norm", o.detach().clone())))
     for li, gate in moe_gate_modules(model).items():
         def gh(m, i, o, li=li):
-            if isinstance(o, tuple):
+            if isinstance(o, tuple) and getattr(m, "bias", None) is not None:
+                # GptOssTopKRouter returns (scores [N, E], indices [N, k]); logits = x W^T + b
+                x = i[0].reshape(-1, m.weight.shape[1])
+                rec["router"][li] = torch.nn.functional.linear(x, m.weight, m.bias).detach().clone()
+                rec["router_out"][li] = (o[1].detach().clone(), o[0].detach().clone())
+            elif isinstance(o, tuple):
                 # DeepseekV3TopkRouter returns (topk_indices, topk_weights); its raw logits are
                 # recomputed from its input exactly as its forward does (fp32 F.linear)
                 x = i[0].reshape(-1, m.weight.shape[1])
@@ -642,6 +673,23 @@ def routes_deepseek(router_logits, bias, cfg, hooked):
     return idx, w_hf, gap, margins
 
 
+def routes_gpt_oss(router_logits, k: int, hooked):
+    """GPT-OSS (GptOssTopKRouter): top-k of the biased logits, softmax over those k.
+    Checked against the module's own output (hooked = (indices [N,k], scores [N,E]))."""
+    import torch
+    v, idx = torch.topk(router_logits, k, dim=-1)
+    w = torch.softmax(v, dim=-1)
+    h_idx, h_scores = hooked
+    if h_idx.reshape(idx.shape).tolist() != idx.tolist():
+        die("GPT-OSS routing re-implementation picks other experts than HF")
+    d = (h_scores.gather(1, idx) - w).abs().max().item()
+    if d > 1e-6:
+        die(f"GPT-OSS routing weights differ from HF's by {d}")
+    s = torch.sort(router_logits, dim=-1, descending=True).values
+    gap = s[..., k - 1] - s[..., k]  # logit gap: softmax is monotone
+    return idx, w, gap
+
+
 def routes_of(model, rec, li: int, n: int):
     """(idx, weights, gap, margins-or-None) of MoE layer li from a run_forward record."""
     rl = rec["router"][li].reshape(n, -1)
@@ -649,6 +697,9 @@ def routes_of(model, rec, li: int, n: int):
     if is_deepseek(cfg):
         bias = model.model.layers[li].mlp.gate.e_score_correction_bias
         return routes_deepseek(rl, bias, cfg, rec["router_out"][li])
+    if is_gpt_oss(cfg):
+        idx, w, gap = routes_gpt_oss(rl, cfg.num_experts_per_tok, rec["router_out"][li])
+        return idx, w, gap, None
     k, norm = routing_rule(cfg)
     idx, w, gap = routes_from_logits(rl, k, norm)
     return idx, w, gap, None
@@ -856,6 +907,14 @@ def build_fixture(name: str, spec, tok_pair, out_root: Path, seed: int, versions
             "attention_softmax_scale": float(attn.scaling),
             "router": "sigmoid + e_score_correction_bias (selection only), group-limited",
         })
+    if is_gpt_oss(cfg):
+        summary.update({
+            "sliding_window": cfg.sliding_window, "layer_types": list(cfg.layer_types),
+            "rope_type": (cfg.rope_scaling or {}).get("rope_type", "default"),
+            "rope_attention_scaling": float(model.model.rotary_emb.attention_scaling),
+            "swiglu": "clamped: gate <= 7, |up| <= 7, (up + 1) * gate * sigmoid(1.702 gate)",
+            "router": "softmax over the top-k of x W^T + b",
+        })
     golden = {
         "fixture": name,
         "architecture": cls_name,
@@ -1019,7 +1078,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--only", nargs="*", default=None,
                     help="build only these fixtures (mixtral qwen2_moe qwen3_moe olmoe "
-                         "deepseek_v3 deepseek_v3_plain_q)")
+                         "deepseek_v3 deepseek_v3_plain_q gpt_oss)")
     ap.add_argument("--verify-only", action="store_true",
                     help="only reload existing fixtures and check the recorded numbers")
     ap.add_argument("--threads", type=int, default=1)
@@ -1045,7 +1104,7 @@ def main() -> None:
                 "safetensors": __import__("safetensors").__version__,
                 "python": sys.version.split()[0]}
 
-    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q"]
+    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss"]
     names = a.only or all_names
     for n in names:
         if n not in all_names:

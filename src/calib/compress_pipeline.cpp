@@ -368,6 +368,7 @@ Result<CompressSummary> compress_model(const CompressOptions& o, const ProgressF
       in.routing = &routing;
       in.masked = masked;
       in.weights = &layer_weights[l];
+      in.mlp = [&](size_t e) { return model::expert_mlp(*model, l, e); };
       SUBMOE_RETURN_IF_ERROR(detail::compress_expert_layer(in, o, *packer, block.data(), &report, &pool,
                                                            [&](size_t d, size_t n) {
                                                              report_progress("experts", d, n);

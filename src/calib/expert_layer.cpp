@@ -239,7 +239,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
           const size_t n = std::min(cap, tokens.size() - b);
           s.xs.resize(n * H);
           gather(in.x, H, std::span(tokens).subspan(b, n), s.xs.data());
-          model::expert_activations(ops.ops(), s.xs.data(), n, s.g, s.u, nullptr);
+          model::expert_activations(in.mlp(e), ops.ops(), s.xs.data(), n, s.g, s.u, nullptr);
           linalg::accumulate_gram_f32(n, I, s.g.data(), I, alpha, w.h_act.data());
         }
         return Status::ok();
@@ -279,7 +279,7 @@ Status compress_expert_layer(const ExpertLayerInput& in, const CompressOptions& 
         const size_t n = std::min(cap, tokens.size() - b);
         s.xs.resize(n * H);
         gather(in.x, H, std::span(tokens).subspan(b, n), s.xs.data());
-        model::expert_forward(ops.ops(), s.xs.data(), n, &y[b * H], s.g, s.u, nullptr);
+        model::expert_forward(in.mlp(e), ops.ops(), s.xs.data(), n, &y[b * H], s.g, s.u, nullptr);
       }
       return Status::ok();
     };

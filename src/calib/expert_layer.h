@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct ExpertLayerInput {
   const model::Routing* routing = nullptr;
   std::span<const uint8_t> masked;       // per token: 1 = keep out of Hessians
   const model::LayerExpertWeights* weights = nullptr;
+  // Expert e's activation and biases (model::expert_mlp of the layer).
+  std::function<model::ExpertMlp(size_t expert)> mlp = [](size_t) { return model::ExpertMlp{}; };
 };
 
 // block[tokens, hidden] += sum over each token's experts, in ascending expert

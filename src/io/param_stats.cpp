@@ -69,7 +69,8 @@ TensorClass classify_tensor(std::string_view name, std::optional<Architecture> a
     std::string_view block = d.sparse_block;
     if (!d.sparse_block_alias.empty() && !contains(name, dotted(block, "."))) block = d.sparse_block_alias;
     moe_block = dotted(block, ".experts.");
-    router = dotted(block, ".gate.weight");
+    router = dotted(block, ".");
+    router.append(d.router_module).append(".weight");
   }
   const int expert = index_after(name, moe_block);
   if (expert >= 0) {

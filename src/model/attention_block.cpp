@@ -1,7 +1,8 @@
 // Attention (doc §1.4 and the per-architecture variants): projections with
 // optional biases, QK-norm per head (Qwen3) or over the whole projection (OLMoE),
 // clip_qkv, RoPE, grouped-query attention over the KV cache with a causal and
-// optional sliding-window mask, fp32 softmax, output projection.
+// optional sliding-window mask, fp32 softmax (with GPT-OSS's per-head sink
+// column where the layer has sinks), output projection.
 #include <cmath>
 #include <optional>
 
@@ -75,6 +76,7 @@ void attention_block(const BlockContext& ctx, size_t layer) {
   const size_t window = m.window(layer);
   const float scaling = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const AttentionKernels& kernels = attention_kernels();
+  const float* sinks = L.attention_sinks.empty() ? nullptr : L.attention_sinks.data();
   auto run = [&](size_t begin, size_t end, int thread) {
     std::vector<float>& scores = s.threads[static_cast<size_t>(thread)].scores;
     if (scores.size() < rows.max_position + 1) scores.resize(rows.max_position + 1);
@@ -86,8 +88,8 @@ void attention_block(const BlockContext& ctx, size_t layer) {
       const size_t pos = rows.position[t];
       const KvCache& cache = *rows.cache[t];
       const size_t first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
-      attend_one_head(kernels, &s.q[t * qw + h * D], cache.keys(layer, kvh), cache.values(layer, kvh), first, pos, D, scaling,
-             scores.data(), &s.attn[t * qw + h * D]);
+      attend_one_head(kernels, &s.q[t * qw + h * D], cache.keys(layer, kvh), cache.values(layer, kvh), first, pos, D,
+                      scaling, scores.data(), &s.attn[t * qw + h * D], sinks != nullptr ? sinks + h : nullptr);
     }
   };
   const size_t work = T * nH * (rows.max_position + 1) * D;

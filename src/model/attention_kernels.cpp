@@ -45,12 +45,13 @@ const AttentionKernels& attention_kernels() {
 }
 
 void attend_one_head(const AttentionKernels& k, const float* q, const float* keys, const float* values, size_t first,
-                     size_t last, size_t D, float scaling, float* scores, float* out) {
+                     size_t last, size_t D, float scaling, float* scores, float* out, const float* sink) {
   const size_t n = last - first + 1;
   k.scores(q, keys + first * D, n, D, scaling, scores);
-  float mx = -std::numeric_limits<float>::infinity();
+  float mx = sink != nullptr ? *sink : -std::numeric_limits<float>::infinity();
   for (size_t j = 0; j < n; ++j) mx = std::max(mx, scores[j]);
-  double sum = 0.0;
+  // The sink is one more softmax column, dropped afterwards: only its mass counts.
+  double sum = sink != nullptr ? std::exp(*sink - mx) : 0.0;
   for (size_t j = 0; j < n; ++j) {
     scores[j] = std::exp(scores[j] - mx);
     sum += scores[j];

@@ -23,8 +23,9 @@ const AttentionKernels& attention_kernels();
 // (q . key) * scaling, fp32 softmax (max subtracted, sum in double), then
 // out [D] = the probability-weighted sum of the value rows. Keys and values are
 // rows of D floats (a latent cache passes its rows as both). scores: scratch of
-// last - first + 1.
+// last - first + 1. A non-null `sink` is GPT-OSS's sink logit: an extra column
+// of the softmax (in the max and the sum) whose probability is dropped.
 void attend_one_head(const AttentionKernels& k, const float* q, const float* keys, const float* values, size_t first,
-                     size_t last, size_t D, float scaling, float* scores, float* out);
+                     size_t last, size_t D, float scaling, float* scores, float* out, const float* sink = nullptr);
 
 }  // namespace submoe::model::detail

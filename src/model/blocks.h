@@ -76,5 +76,13 @@ Status routed_experts_block(const BlockContext& ctx, size_t layer, const Routing
 // out[t] = down(silu(gate x[t]) * up x[t]) for n rows; g and u are scratch of n*I.
 void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,
             std::vector<float>& g, std::vector<float>& u, ThreadPool* pool);
+// g [n, I] = the gated activation of `mlp` over n rows of x (the input of down).
+void gated_activation(const ExpertMlp& mlp, const LinearOp& gate, const LinearOp& up, const float* x, size_t n,
+                      std::vector<float>& g, std::vector<float>& u, ThreadPool* pool);
+// out[t] = down(gated_activation(x[t])) (+ down bias) for n rows.
+void gated_mlp(const ExpertMlp& mlp, const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x,
+               size_t n, float* out, std::vector<float>& g, std::vector<float>& u, ThreadPool* pool);
+// The ExpertMlp of routed expert `expert` of sparse layer `layer`.
+ExpertMlp routed_expert_mlp(const MoeModel& model, size_t layer, size_t expert);
 
 }  // namespace submoe::model::detail

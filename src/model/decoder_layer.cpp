@@ -34,6 +34,7 @@ void route_layer(const MoeModel& model, size_t layer, const float* x, size_t T, 
   logits->resize(T * E);
   const LayerWeights& L = model.weights().layers[layer];
   L.router->forward(x, T, logits->data(), pool);
+  if (!L.router_linear_bias.empty()) add_rows(logits->data(), L.router_linear_bias.data(), T, E);
   const auto groups = static_cast<size_t>(c.n_group), kept = static_cast<size_t>(c.topk_group);
   switch (c.router_selection) {
     case io::RouterSelection::kSoftmaxTopK:
@@ -44,6 +45,9 @@ void route_layer(const MoeModel& model, size_t layer, const float* x, size_t T, 
       break;
     case io::RouterSelection::kSigmoidGroupTop2:
       route_sigmoid_group_top2(*logits, L.router_bias, T, E, k, groups, kept, c.norm_topk_prob, routing);
+      break;
+    case io::RouterSelection::kTopKSoftmax:
+      route_top_k_softmax(*logits, T, E, k, routing);
       break;
   }
   if (c.routed_scaling_factor != 1.0) {

@@ -27,8 +27,8 @@ constexpr size_t kExpertParallelMaxMacs = size_t{1} << 21;
 constexpr size_t kExpertsPerThread = 2;
 
 // Runs one expert on its tokens (gathered from s.x) into expert_out rows.
-void run_expert(const BlockContext& ctx, const ExpertOps& ops, size_t e, Session::Scratch::PerThread& ts,
-                ThreadPool* pool) {
+void run_expert(const BlockContext& ctx, size_t layer, const ExpertOps& ops, size_t e,
+                Session::Scratch::PerThread& ts, ThreadPool* pool) {
   Session::Scratch& s = ctx.s;
   const size_t H = static_cast<size_t>(ctx.model.config().hidden_size);
   const size_t begin = s.groups.offsets[e], n = s.groups.count(e);
@@ -36,7 +36,8 @@ void run_expert(const BlockContext& ctx, const ExpertOps& ops, size_t e, Session
   ts.xg.resize(n * H);
   for (size_t i = 0; i < n; ++i)
     std::memcpy(&ts.xg[i * H], &s.x[s.groups.tokens[begin + i] * H], H * sizeof(float));
-  swiglu(*ops.gate, *ops.up, *ops.down, ts.xg.data(), n, &s.expert_out[begin * H], ts.g, ts.u, pool);
+  gated_mlp(routed_expert_mlp(ctx.model, layer, e), *ops.gate, *ops.up, *ops.down, ts.xg.data(), n,
+            &s.expert_out[begin * H], ts.g, ts.u, pool);
   if (ctx.profile) ctx.profile->add_expert_op(*ops.gate, ScopedOpTimer::elapsed_ns(t0));
 }
 
@@ -78,12 +79,12 @@ Status routed_experts_block(const BlockContext& ctx, size_t layer, const Routing
       auto& ts = s.threads[static_cast<size_t>(thread)];
       for (size_t i = next.fetch_add(1); i < s.active.size(); i = next.fetch_add(1)) {
         const int e = s.active[i];
-        run_expert(ctx, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), ts, nullptr);
+        run_expert(ctx, layer, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), ts, nullptr);
       }
     });
   } else {
     for (int e : s.active)
-      run_expert(ctx, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), s.threads[0], ctx.pool);
+      run_expert(ctx, layer, provider.ops(static_cast<int>(layer), e), static_cast<size_t>(e), s.threads[0], ctx.pool);
   }
   provider.end_layer(static_cast<int>(layer));
   phase.emplace(ctx.profile, OpClass::kMoeCombine);
@@ -98,15 +99,47 @@ Status routed_experts_block(const BlockContext& ctx, size_t layer, const Routing
   return Status::ok();
 }
 
-void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,
-            std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
+void gated_activation(const ExpertMlp& mlp, const LinearOp& gate, const LinearOp& up, const float* x, size_t n,
+                      std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
   const size_t inner = gate.out_features();
   g.resize(n * inner);
   u.resize(n * inner);
   gate.forward(x, n, g.data(), pool);
   up.forward(x, n, u.data(), pool);
-  silu_mul(g.data(), u.data(), n * inner);
+  if (mlp.gate_bias != nullptr) add_rows(g.data(), mlp.gate_bias, n, inner);
+  if (mlp.up_bias != nullptr) add_rows(u.data(), mlp.up_bias, n, inner);
+  if (mlp.clamped)
+    clamped_swiglu_mul(g.data(), u.data(), n * inner, mlp.alpha, mlp.limit);
+  else
+    silu_mul(g.data(), u.data(), n * inner);
+}
+
+void gated_mlp(const ExpertMlp& mlp, const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x,
+               size_t n, float* out, std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
+  gated_activation(mlp, gate, up, x, n, g, u, pool);
   down.forward(g.data(), n, out, pool);
+  if (mlp.down_bias != nullptr) add_rows(out, mlp.down_bias, n, down.out_features());
+}
+
+void swiglu(const LinearOp& gate, const LinearOp& up, const LinearOp& down, const float* x, size_t n, float* out,
+            std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
+  gated_mlp(ExpertMlp{}, gate, up, down, x, n, out, g, u, pool);
+}
+
+ExpertMlp routed_expert_mlp(const MoeModel& model, size_t layer, size_t expert) {
+  const io::MoeModelConfig& c = model.config();
+  const LayerWeights& L = model.weights().layers[layer];
+  ExpertMlp mlp;
+  mlp.clamped = c.expert_activation == io::ExpertActivation::kClampedSwiGlu;
+  mlp.alpha = static_cast<float>(c.swiglu_alpha);
+  mlp.limit = static_cast<float>(c.swiglu_limit);
+  if (!L.expert_gate_bias.empty()) {
+    const size_t I = static_cast<size_t>(c.moe_intermediate_size), H = static_cast<size_t>(c.hidden_size);
+    mlp.gate_bias = &L.expert_gate_bias[expert * I];
+    mlp.up_bias = &L.expert_up_bias[expert * I];
+    mlp.down_bias = &L.expert_down_bias[expert * H];
+  }
+  return mlp;
 }
 
 }  // namespace submoe::model::detail

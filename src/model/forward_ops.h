@@ -31,6 +31,16 @@ inline void silu_mul(float* g, const float* u, size_t n) {
   for (size_t i = 0; i < n; ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
 }
 
+// GPT-OSS's clamped SwiGLU, g = (clamp(u, -limit, limit) + 1) * (m * sigmoid(alpha * m))
+// with m = min(g, limit), in transformers' order of operations.
+inline void clamped_swiglu_mul(float* g, const float* u, size_t n, float alpha, float limit) {
+  for (size_t i = 0; i < n; ++i) {
+    const float m = std::min(g[i], limit);
+    const float up = std::clamp(u[i], -limit, limit);
+    g[i] = (up + 1.0f) * (m * sigmoid(m * alpha));
+  }
+}
+
 inline void add_rows(float* x, const float* bias, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < cols; ++c) x[r * cols + c] += bias[c];

@@ -54,19 +54,18 @@ void LayerRunner::dense_ffn(size_t layer, const float* x, size_t T, float* out) 
     std::fill(out, out + T * static_cast<size_t>(model_.config().hidden_size), 0.0f);
 }
 
-void expert_activations(const ExpertOps& ops, const float* x, size_t n, std::vector<float>& g, std::vector<float>& u,
-                        ThreadPool* pool) {
-  const size_t inner = ops.gate->out_features();
-  g.resize(n * inner);
-  u.resize(n * inner);
-  ops.gate->forward(x, n, g.data(), pool);
-  ops.up->forward(x, n, u.data(), pool);
-  detail::silu_mul(g.data(), u.data(), n * inner);
+ExpertMlp expert_mlp(const MoeModel& model, size_t layer, size_t expert) {
+  return detail::routed_expert_mlp(model, layer, expert);
 }
 
-void expert_forward(const ExpertOps& ops, const float* x, size_t n, float* y, std::vector<float>& g,
-                    std::vector<float>& u, ThreadPool* pool) {
-  detail::swiglu(*ops.gate, *ops.up, *ops.down, x, n, y, g, u, pool);
+void expert_activations(const ExpertMlp& mlp, const ExpertOps& ops, const float* x, size_t n, std::vector<float>& g,
+                        std::vector<float>& u, ThreadPool* pool) {
+  detail::gated_activation(mlp, *ops.gate, *ops.up, x, n, g, u, pool);
+}
+
+void expert_forward(const ExpertMlp& mlp, const ExpertOps& ops, const float* x, size_t n, float* y,
+                    std::vector<float>& g, std::vector<float>& u, ThreadPool* pool) {
+  detail::gated_mlp(mlp, *ops.gate, *ops.up, *ops.down, x, n, y, g, u, pool);
 }
 
 }  // namespace submoe::model

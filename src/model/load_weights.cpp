@@ -216,12 +216,31 @@ Status load_gqa_attention(const TensorSource& src, const io::MoeModelConfig& c, 
   SUBMOE_ASSIGN_OR_RETURN(L->k_bias, src.optional_vector(c.qkv_bias, a + "k_proj.bias", nKV * D));
   SUBMOE_ASSIGN_OR_RETURN(L->v_bias, src.optional_vector(c.qkv_bias, a + "v_proj.bias", nKV * D));
   SUBMOE_ASSIGN_OR_RETURN(L->o_bias, src.optional_vector(c.o_proj_bias, a + "o_proj.bias", H));
+  SUBMOE_ASSIGN_OR_RETURN(L->attention_sinks, src.optional_vector(c.attention_sinks, a + "sinks", nH));
   if (c.qk_norm == io::QkNorm::kPerHead) {
     SUBMOE_ASSIGN_OR_RETURN(L->q_norm, src.vector(a + "q_norm.weight", D));
     SUBMOE_ASSIGN_OR_RETURN(L->k_norm, src.vector(a + "k_norm.weight", D));
   } else if (c.qk_norm == io::QkNorm::kWholeProjection) {
     SUBMOE_ASSIGN_OR_RETURN(L->q_norm, src.vector(a + "q_norm.weight", nH * D));
     SUBMOE_ASSIGN_OR_RETURN(L->k_norm, src.vector(a + "k_norm.weight", nKV * D));
+  }
+  return Status::ok();
+}
+
+// GPT-OSS's expert biases as the hub stores them: gate_up_proj_bias [E, 2I]
+// (gate even, up odd columns) and down_proj_bias [E, H].
+Status load_expert_biases(const TensorSource& src, const io::MoeModelConfig& c, const std::string& experts,
+                          LayerWeights* L) {
+  const int64_t E = c.num_experts, I = c.moe_intermediate_size, H = c.hidden_size;
+  SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gu, src.get(experts + "gate_up_proj_bias", {E, 2 * I}));
+  SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dn, src.get(experts + "down_proj_bias", {E, H}));
+  SUBMOE_ASSIGN_OR_RETURN(const std::vector<float> interleaved, io::to_f32(*gu));
+  SUBMOE_ASSIGN_OR_RETURN(L->expert_down_bias, io::to_f32(*dn));
+  L->expert_gate_bias.resize(static_cast<size_t>(E * I));
+  L->expert_up_bias.resize(static_cast<size_t>(E * I));
+  for (size_t j = 0; j < L->expert_gate_bias.size(); ++j) {
+    L->expert_gate_bias[j] = interleaved[2 * j];
+    L->expert_up_bias[j] = interleaved[2 * j + 1];
   }
   return Status::ok();
 }
@@ -244,10 +263,13 @@ Status load_layer(const TensorSource& src, const io::MoeModelConfig& c, const io
   }
   const std::string block = sparse_block_prefix(arch, layer);
   // The router under the block's other spelling when experts are fused (v5 in-memory Mixtral).
-  std::string router = block + ".gate.weight";
+  const std::string router_tail = "." + std::string(arch.router_module) + ".";
+  std::string router = block + router_tail;
   for (const std::string& spelling : sparse_block_spellings(arch, layer))
-    if (!src.has(router) && src.has(spelling + ".gate.weight")) router = spelling + ".gate.weight";
-  SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router, DenseClass::kRouter, c.num_experts, H));
+    if (!src.has(router + "weight") && src.has(spelling + router_tail + "weight")) router = spelling + router_tail;
+  SUBMOE_ASSIGN_OR_RETURN(L->router, src.linear(router + "weight", DenseClass::kRouter, c.num_experts, H));
+  SUBMOE_ASSIGN_OR_RETURN(L->router_linear_bias, src.optional_vector(c.router_linear_bias, router + "bias", c.num_experts));
+  if (c.expert_bias) SUBMOE_RETURN_IF_ERROR(load_expert_biases(src, c, block + ".experts.", L));
   if (c.router_selection == io::RouterSelection::kSigmoidGroupTop2) {
     SUBMOE_ASSIGN_OR_RETURN(L->router_bias, src.vector(block + ".gate.e_score_correction_bias", c.num_experts));
   }

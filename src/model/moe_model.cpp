@@ -117,6 +117,8 @@ Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescript
       const bool per_head = c.qk_norm == io::QkNorm::kPerHead, norm = c.qk_norm != io::QkNorm::kNone;
       SUBMOE_RETURN_IF_ERROR(check_vector(L.q_norm, per_head ? D : qw, norm, p + "q_norm"));
       SUBMOE_RETURN_IF_ERROR(check_vector(L.k_norm, per_head ? D : kw, norm, p + "k_norm"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.attention_sinks, static_cast<size_t>(c.num_attention_heads),
+                                          c.attention_sinks, p + "self_attn.sinks"));
     }
     if (L.sparse != c.is_moe_layer(static_cast<int>(l)))
       return invalid_argument("weights: " + p + "sparse flag disagrees with the config");
@@ -131,6 +133,14 @@ Status check_weights(const io::MoeModelConfig& c, const io::ArchitectureDescript
     SUBMOE_RETURN_IF_ERROR(check_vector(L.router_bias, static_cast<size_t>(c.num_experts),
                                         c.router_selection == io::RouterSelection::kSigmoidGroupTop2,
                                         p + "mlp.gate.e_score_correction_bias"));
+    SUBMOE_RETURN_IF_ERROR(check_vector(L.router_linear_bias, static_cast<size_t>(c.num_experts), c.router_linear_bias,
+                                        p + "router bias"));
+    {
+      const size_t E = static_cast<size_t>(c.num_experts), I = static_cast<size_t>(c.moe_intermediate_size);
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.expert_gate_bias, E * I, c.expert_bias, p + "expert gate biases"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.expert_up_bias, E * I, c.expert_bias, p + "expert up biases"));
+      SUBMOE_RETURN_IF_ERROR(check_vector(L.expert_down_bias, E * H, c.expert_bias, p + "expert down biases"));
+    }
     if (arch.has_shared_expert) {
       const size_t I = static_cast<size_t>(c.shared_expert_intermediate_size);
       SUBMOE_RETURN_IF_ERROR(check_linear(L.shared_expert.gate.get(), I, H, p + "shared_expert.gate_proj"));

@@ -89,6 +89,17 @@ void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_
   }
 }
 
+void route_top_k_softmax(std::span<const float> logits, size_t num_tokens, size_t num_experts, size_t k,
+                         Routing* out) {
+  assert(logits.size() == num_tokens * num_experts);
+  detail::size_routing(num_tokens, k, out);
+  for (size_t t = 0; t < num_tokens; ++t) {
+    std::span<const float> row = logits.subspan(t * num_experts, num_experts);
+    detail::choose_top_k(row, row, t, out);
+    softmax_f32({out->weights.data() + t * k, k});
+  }
+}
+
 void group_by_expert(const Routing& routing, size_t num_experts, ExpertGroups* out) {
   out->offsets.assign(num_experts + 1, 0);
   const size_t n = routing.num_tokens * routing.k;

@@ -60,6 +60,7 @@ void add_attention(std::vector<CheckpointTensor>* out, const io::MoeModelConfig&
   if (c.qkv_bias) add(out, a + "v_proj.bias", {kv}, SynthInit::kZeros);
   add(out, a + "o_proj.weight", {H, q}, SynthInit::kNormal);
   if (c.o_proj_bias) add(out, a + "o_proj.bias", {H}, SynthInit::kZeros);
+  if (c.attention_sinks) add(out, a + "sinks", {c.num_attention_heads}, SynthInit::kZeros);
   if (c.qk_norm == io::QkNorm::kPerHead) {
     add(out, a + "q_norm.weight", {D}, SynthInit::kOnes);
     add(out, a + "k_norm.weight", {D}, SynthInit::kOnes);
@@ -86,13 +87,23 @@ std::vector<CheckpointTensor> checkpoint_layout(const io::MoeModelConfig& c) {
       continue;
     }
     const std::string block = sparse_block_prefix(arch, layer);
-    add(&out, block + ".gate.weight", {c.num_experts, H}, SynthInit::kRouter);
+    const std::string router = block + "." + std::string(arch.router_module);
+    add(&out, router + ".weight", {c.num_experts, H}, SynthInit::kRouter);
+    if (c.router_linear_bias) add(&out, router + ".bias", {c.num_experts}, SynthInit::kZeros);
     if (c.router_selection == io::RouterSelection::kSigmoidGroupTop2)
       add(&out, block + ".gate.e_score_correction_bias", {c.num_experts}, SynthInit::kZeros);
     if (arch.has_shared_expert) {
       add_swiglu(&out, block + "." + std::string(arch.shared_expert_module), H, c.shared_expert_intermediate_size);
       if (!arch.shared_expert_gate.empty())
         add(&out, block + "." + std::string(arch.shared_expert_gate) + ".weight", {1, H}, SynthInit::kNormal);
+    }
+    if (arch.fused_transposed_experts) {  // GPT-OSS's hub layout
+      const int64_t E = c.num_experts;
+      add(&out, block + ".experts.gate_up_proj", {E, H, 2 * I}, SynthInit::kNormal);
+      add(&out, block + ".experts.gate_up_proj_bias", {E, 2 * I}, SynthInit::kZeros);
+      add(&out, block + ".experts.down_proj", {E, I, H}, SynthInit::kNormal);
+      add(&out, block + ".experts.down_proj_bias", {E, H}, SynthInit::kZeros);
+      continue;
     }
     for (int e = 0; e < c.num_experts; ++e) {
       add(&out, expert_tensor_name(arch, layer, e, io::ExpertProjection::kGate), {I, H}, SynthInit::kNormal);

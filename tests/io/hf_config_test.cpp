@@ -482,7 +482,7 @@ TEST(HfConfig, UnsupportedAndMalformedDocuments) {
   expect_error(R"({"model_type":"mixtral","hidden_size":64,"hidden_size":128})", ErrorCode::kCorruptData,
                "duplicate key 'hidden_size'");
   EXPECT_EQ(architecture_model_type(Architecture::kQwen2Moe), "qwen2_moe");
-  EXPECT_EQ(supported_architectures().size(), 6u);
+  EXPECT_EQ(supported_architectures().size(), 7u);
   for (Architecture a : supported_architectures()) {
     auto back = parse_model_type(architecture_model_type(a));
     ASSERT_TRUE(back.is_ok());

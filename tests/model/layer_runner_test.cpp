@@ -44,8 +44,8 @@ std::vector<float> logits_via_layer_runner(const MoeModel& m, const std::vector<
           for (size_t j = 0; j < r.k; ++j) {
             if (static_cast<size_t>(r.experts[t * r.k + j]) != e) continue;
             y.resize(H);
-            expert_forward(m.experts().ops(static_cast<int>(l), static_cast<int>(e)), &x[t * H], 1, y.data(), g, u,
-                           nullptr);
+            expert_forward(expert_mlp(m, l, e), m.experts().ops(static_cast<int>(l), static_cast<int>(e)), &x[t * H],
+                           1, y.data(), g, u, nullptr);
             for (size_t d = 0; d < H; ++d) block[t * H + d] += y[d] * r.weights[t * r.k + j];
           }
       }

@@ -176,14 +176,16 @@ TEST(SynthCheckpoint, ValuesFollowTheDocumentedInit) {
 
 // The layout of each fixture's config equals the tensors transformers wrote.
 TEST(SynthCheckpoint, LayoutMatchesCheckpointsWrittenByTransformers) {
-  for (const char* fixture : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q"}) {
+  for (const char* fixture :
+       {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss"}) {
     SCOPED_TRACE(fixture);
     auto config = io::load_hf_config(kFixtures + fixture);
     ASSERT_TRUE(config.is_ok()) << config.status().to_string();
-    auto st = io::SafetensorsModel::open(kFixtures + fixture);
+    // The file as written (SafetensorsModel would split GPT-OSS's fused experts).
+    auto st = io::SafetensorsFile::open(kFixtures + fixture + "/model.safetensors");
     ASSERT_TRUE(st.is_ok()) << st.status().to_string();
     std::map<std::string, std::vector<int64_t>> stored, ours;
-    for (const io::TensorView* t : (*st)->tensors()) stored[t->name] = t->shape;
+    for (const io::TensorView& t : (*st)->tensors()) stored[t.name] = t.shape;
     const auto layout = checkpoint_layout(*config);
     for (const CheckpointTensor& t : layout) EXPECT_TRUE(ours.emplace(t.name, t.shape).second) << t.name;
     EXPECT_EQ(ours, stored);
@@ -263,6 +265,9 @@ TEST(SynthCheckpoint, ConfigJsonUsesEachArchitecturesFieldsAndRoundTrips) {
       case io::Architecture::kDeepseekV2:
       case io::Architecture::kDeepseekV3:
         ADD_FAILURE() << "multi-head latent attention is checked by LatentAttentionCheckpointsRoundTripLoadAndRoute";
+        break;
+      case io::Architecture::kGptOss:
+        ADD_FAILURE() << "GPT-OSS is checked by GptOssCheckpointsRoundTripLoadAndRoute";
         break;
     }
   }

@@ -38,7 +38,7 @@ struct ArchitectureDescriptor {
   // Another model_type configs of this class carry (Kimi-K2: "kimi_k2"); empty if none.
   std::string_view model_type_alias;
 
-  // Hub names: layer i's router is "model.layers.{i}.<sparse_block>.gate.weight",
+  // Hub names: layer i's router is "model.layers.{i}.<sparse_block>.<router_module>.weight",
   // expert e's projections "model.layers.{i}.<sparse_block>.experts.{e}.<name>.weight".
   std::string_view sparse_block;
   std::string_view expert_projection[3];  // gate, up, down
@@ -57,6 +57,13 @@ struct ArchitectureDescriptor {
   bool dense_mlp_layers = false;
   // Those layers are chosen by decoder_sparse_step / mlp_only_layers (Qwen).
   bool mlp_only_layers_key = false;
+  // The router module inside the sparse block: "<sparse_block>.<router_module>.weight".
+  std::string_view router_module = "gate";
+  // Hub checkpoints hold each layer's experts fused and transposed, with
+  // biases (GPT-OSS: experts.gate_up_proj [E, H, 2I], gate/up interleaved,
+  // experts.down_proj [E, I, H], *_bias); opening one splits them into the
+  // per-expert names above (io/fused_experts.cpp). synth-model writes them so.
+  bool fused_transposed_experts = false;
 
   // config.json: the config class's defaults, then the keys only this family
   // has (read after the common ones; `root` is the whole object).

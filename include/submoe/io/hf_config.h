@@ -25,7 +25,7 @@ namespace submoe::io {
 
 // The registered architectures: each value has one descriptor
 // (submoe/io/architecture.h) that owns everything the family means.
-enum class Architecture { kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe, kDeepseekV2, kDeepseekV3 };
+enum class Architecture { kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe, kDeepseekV2, kDeepseekV3, kGptOss };
 struct ArchitectureDescriptor;
 
 // The config.json model_type: "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", ...
@@ -91,7 +91,13 @@ enum class RouterSelection {
   kSoftmaxGroupMax,    // DeepSeek-V2 "group_limited_greedy": groups ranked by their best softmax score
   kSigmoidGroupTop2,   // DeepSeek-V3: sigmoid scores, selection on score + e_score_correction_bias,
                        // groups ranked by the sum of their two best biased scores
+  kTopKSoftmax,        // GPT-OSS: top-k of the (biased) logits, softmax over those k
 };
+
+// The gated activation of the routed experts: h = silu(gate) * up, or GPT-OSS's
+// clamped form h = (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g) with
+// g = min(gate, limit).
+enum class ExpertActivation { kSwiGlu, kClampedSwiGlu };
 
 struct MoeModelConfig {
   Architecture architecture = Architecture::kMixtral;
@@ -144,6 +150,16 @@ struct MoeModelConfig {
   // renormalisation): DeepSeek's routed_scaling_factor, 1 elsewhere.
   double routed_scaling_factor = 1.0;
   RouterSelection router_selection = RouterSelection::kSoftmaxTopK;
+  // The router is a Linear with a bias (GPT-OSS: logits = x W^T + b).
+  bool router_linear_bias = false;
+  // Routed experts: activation, and biases after gate, up and down (GPT-OSS).
+  ExpertActivation expert_activation = ExpertActivation::kSwiGlu;
+  double swiglu_alpha = 1.702;
+  double swiglu_limit = 7.0;
+  bool expert_bias = false;
+  // A learned logit per attention head that joins every softmax as an extra
+  // column and is dropped after it (GPT-OSS "sinks").
+  bool attention_sinks = false;
   // Group-limited selection: experts in n_group contiguous groups, only the
   // best topk_group groups may be chosen (1 / 1 otherwise).
   int64_t n_group = 1;

@@ -21,6 +21,20 @@ struct ExpertOps {
   const LinearOp* down = nullptr;
 };
 
+// What one expert computes around its three projections: optional biases
+// after gate, up and down (GPT-OSS, [I], [I], [H]) and the gated activation
+// h = silu(g) * u, or with `clamped` GPT-OSS's
+// h = (clamp(u, -limit, limit) + 1) * min(g, limit) * sigmoid(alpha * min(g, limit)).
+// The default is the plain SwiGLU of every other family.
+struct ExpertMlp {
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  bool clamped = false;
+  float alpha = 1.702f;
+  float limit = 7.0f;
+};
+
 class ExpertProvider {
  public:
   virtual ~ExpertProvider() = default;

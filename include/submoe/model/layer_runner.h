@@ -51,11 +51,14 @@ class LayerRunner {
 };
 
 // The expert arithmetic of the forward pass, callable from any thread with its
-// own scratch: g[n, I] = silu(gate x) * up x (the input of down), and
-// y[n, H] = down(g). `pool` may be null.
-void expert_activations(const ExpertOps& ops, const float* x, size_t n, std::vector<float>& g, std::vector<float>& u,
-                        ThreadPool* pool);
-void expert_forward(const ExpertOps& ops, const float* x, size_t n, float* y, std::vector<float>& g,
-                    std::vector<float>& u, ThreadPool* pool);
+// own scratch: g[n, I] = the gated activation (the input of down: silu(gate x)
+// * up x, or GPT-OSS's biased, clamped form), and y[n, H] = down(g) (+ bias).
+// `pool` may be null. expert_mlp gives the ExpertMlp of routed expert
+// `expert` of sparse layer `layer` (activation and biases).
+ExpertMlp expert_mlp(const MoeModel& model, size_t layer, size_t expert);
+void expert_activations(const ExpertMlp& mlp, const ExpertOps& ops, const float* x, size_t n, std::vector<float>& g,
+                        std::vector<float>& u, ThreadPool* pool);
+void expert_forward(const ExpertMlp& mlp, const ExpertOps& ops, const float* x, size_t n, float* y,
+                    std::vector<float>& g, std::vector<float>& u, ThreadPool* pool);
 
 }  // namespace submoe::model

@@ -69,6 +69,11 @@ struct LayerWeights {
   bool sparse = false;
   std::unique_ptr<LinearOp> router;  // [E, H], sparse layers
   std::vector<float> router_bias;    // [E] DeepSeek-V3 e_score_correction_bias (selection only); else empty
+  std::vector<float> router_linear_bias;  // [E] added to the router logits (GPT-OSS); else empty
+  std::vector<float> attention_sinks;     // [nH] per-head sink logits (GPT-OSS); else empty
+  // Routed-expert biases after gate, up and down (GPT-OSS), expert-major:
+  // [E * I], [E * I], [E * H]; empty when the family has none.
+  std::vector<float> expert_gate_bias, expert_up_bias, expert_down_bias;
   SwiGluWeights mlp;                 // dense layers: [I, H], [I, H], [H, I]
   SwiGluWeights shared_expert;       // Qwen2-MoE sparse layers
   std::unique_ptr<LinearOp> shared_expert_gate;  // [1, H]

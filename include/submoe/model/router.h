@@ -35,6 +35,11 @@ struct Routing {
 void route_softmax_top_k(std::span<float> logits, size_t num_tokens, size_t num_experts, size_t k,
                          bool renormalize, Routing* out);
 
+// GPT-OSS (transformers GptOssTopKRouter): the k largest logits (ranked by
+// descending logit), weights = softmax over those k values. `logits` is not
+// changed.
+void route_top_k_softmax(std::span<const float> logits, size_t num_tokens, size_t num_experts, size_t k, Routing* out);
+
 // DeepSeek-V3 (transformers DeepseekV3TopkRouter, "noaux_tc"): scores =
 // sigmoid(logits) in float32; selection runs on scores + bias (the layer's
 // e_score_correction_bias, [num_experts]): the experts form n_group contiguous

@@ -15,6 +15,7 @@ extern const ArchitectureDescriptor kQwen3Moe;
 extern const ArchitectureDescriptor kOlmoe;
 extern const ArchitectureDescriptor kDeepseekV2;
 extern const ArchitectureDescriptor kDeepseekV3;
+extern const ArchitectureDescriptor kGptOss;
 
 // Qwen2-MoE and Qwen3-MoE share their layer rules and these keys:
 // moe_intermediate_size, norm_topk_prob, decoder_sparse_step, mlp_only_layers,

@@ -8,13 +8,14 @@
 namespace submoe::io {
 namespace {
 
-constexpr std::array<const ArchitectureDescriptor*, 6> kRegistry{
+constexpr std::array<const ArchitectureDescriptor*, 7> kRegistry{
     &arch::kMixtral,
     &arch::kQwen2Moe,
     &arch::kQwen3Moe,
     &arch::kOlmoe,
     &arch::kDeepseekV2,
     &arch::kDeepseekV3,
+    &arch::kGptOss,
 };
 
 }  // namespace
