@@ -37,7 +37,7 @@ expect_keys repr bits_per_weight ratio_vs_bf16 compressed_batch1 per_token_ratio
   bench gemv --repr int --bits 4 --group-size 32 --shape 64x64 --batch 3 --iters 2 --min-matrices 2 --llc-factor 0 --json
 expect_error "rvq --bits must be 0.5 to 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25 "${fast_rvq[@]}" --shape 64x64
 expect_error "multiple of 16" bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x40
-expect_error "unknown representation 'nf4' (registered: ternary_dict, int, rvq)" bench gemv --repr nf4
+expect_error "unknown representation 'nf4' (registered: ternary_dict, int, rvq, mxfp4)" bench gemv --repr nf4
 expect_error "need --repr NAME" bench gemv --bits 2
 expect_error "--isa applies to the built-in" bench gemv --repr int --bits 4 --isa scalar
 expect_error "--repr-opt must be KEY=VALUE" bench gemv --repr rvq --repr-opt beam

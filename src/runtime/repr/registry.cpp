@@ -3,6 +3,7 @@
 #include <array>
 
 #include "runtime/repr/int/int_representation.h"
+#include "runtime/repr/mxfp4/mxfp4_representation.h"
 #include "runtime/repr/rvq/rvq_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
 #include "submoe/runtime/representation.h"
@@ -10,11 +11,12 @@
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 3>& registry() {
-  static const std::array<const Representation*, 3> r = {
+const std::array<const Representation*, 4>& registry() {
+  static const std::array<const Representation*, 4> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
+      &repr::mxfp4_representation(),
   };
   return r;
 }
@@ -52,7 +54,7 @@ Result<ReprOptions> options_from_grid_name(std::string_view grid) {
   for (const Representation* r : registry())
     if (auto o = r->from_grid_name(grid)) return *o;
   return invalid_argument("unknown grid '" + std::string(grid) +
-                          "' (expected ternary, int2, int3 or int4; or use --repr)");
+                          "' (expected ternary, int2, int3, int4 or mxfp4; or use --repr)");
 }
 
 Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options) {

@@ -1,0 +1,67 @@
+// Fused decode + matrix-vector / small-batch products straight from MXFP4
+// (OCP Microscaling v1.0: FP4 E2M1 elements, one E8M0 scale per 32 elements
+// of a row; GPT-OSS's expert format): Y = W X for B = 1..kMaxKernelBatch
+// tokens with
+//
+//   W[r][c] = fp4(code[r][c]) * 2^(scale[r][c / 32] - 127),
+//   fp4(code) = (-1)^(code >> 3) * {0, 0.5, 1, 1.5, 2, 3, 4, 6}[code & 7],
+//
+// codes two per byte, the even column in the low nibble (the hub's layout).
+// W is never materialized: each block of 32 weights is decoded once per call
+// into registers (exact: twice each value is a small integer) and applied to
+// every token. Scalar and AVX2 tables, chosen once (best_mxfp4_gemv_kernels).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "submoe/core/cpu_features.h"
+#include "submoe/core/status.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::kernels {
+
+inline constexpr uint32_t kMxfp4Block = 32;
+// Largest valid E8M0 scale code: 2^(252 - 127) * 6 is still a finite float;
+// 253 and 254 can overflow it and 255 is the format's NaN.
+inline constexpr uint8_t kMxfp4MaxScale = 252;
+
+// The value of an FP4 E2M1 code (0..15) and of an E8M0 scale code.
+float fp4_e2m1_value(uint8_t code);
+float e8m0_value(uint8_t scale);
+
+// A [rows, cols] matrix: blocks [rows, cols / 2] bytes, scales [rows, cols / 32]
+// (cols a multiple of 32), row-major, no padding.
+struct Mxfp4View {
+  const uint8_t* blocks = nullptr;
+  const uint8_t* scales = nullptr;
+  uint32_t rows = 0, cols = 0;
+};
+
+// What one kernel invocation sees: token t's cols activations at
+// x + t * x_stride, its rows results at y + t * y_stride.
+struct Mxfp4GemmArgs {
+  Mxfp4View w;
+  const float* x = nullptr;
+  size_t x_stride = 0;
+  uint32_t batch = 1;
+  float* y = nullptr;
+  size_t y_stride = 0;
+};
+using Mxfp4RowsFn = void (*)(const Mxfp4GemmArgs& args, uint32_t row_begin, uint32_t row_end);
+
+struct Mxfp4GemvKernels {
+  Isa isa = Isa::kScalar;
+  Mxfp4RowsFn rows = nullptr;
+};
+const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa);  // AVX-512 CPUs get the AVX2 table
+const Mxfp4GemvKernels& best_mxfp4_gemv_kernels();
+
+// y = W x for args.batch tokens (1..kMaxKernelBatch), rows split across `pool`
+// (may be null); kInvalidArgument on a bad shape or stride.
+Status gemm_mxfp4(const Mxfp4GemvKernels& k, const Mxfp4GemmArgs& args, ThreadPool* pool);
+
+}  // namespace submoe::kernels

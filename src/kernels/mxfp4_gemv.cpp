@@ -1,0 +1,60 @@
+#include "submoe/kernels/mxfp4_gemv.h"
+
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "mxfp4_gemv_internal.h"
+#include "row_dispatch.h"
+#include "submoe/kernels/activations.h"
+
+namespace submoe::kernels {
+namespace detail {
+
+const int8_t kFp4Twice[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+const float* e8m0_half_table() {
+  static const auto table = [] {
+    std::array<float, 256> t{};
+    for (int s = 0; s < 256; ++s) t[static_cast<size_t>(s)] = std::ldexp(1.0f, s - 128);
+    return t;
+  }();
+  return table.data();
+}
+
+}  // namespace detail
+
+namespace {
+// Rows per block a pool thread takes.
+constexpr size_t kRowGrain = 16;
+// Below this many multiply-adds the call stays on one thread.
+constexpr size_t kParallelMinMacs = size_t{1} << 16;
+const Mxfp4GemvKernels kScalar{Isa::kScalar, &detail::mxfp4_rows_scalar};
+const Mxfp4GemvKernels kAvx2{Isa::kAvx2, &detail::mxfp4_rows_avx2};
+}  // namespace
+
+float fp4_e2m1_value(uint8_t code) { return 0.5f * static_cast<float>(detail::kFp4Twice[code & 0xF]); }
+float e8m0_value(uint8_t scale) { return std::ldexp(1.0f, static_cast<int>(scale) - 127); }
+
+const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa) { return isa == Isa::kScalar ? kScalar : kAvx2; }
+
+const Mxfp4GemvKernels& best_mxfp4_gemv_kernels() {
+  static const Mxfp4GemvKernels& best = mxfp4_gemv_kernels(best_isa());
+  return best;
+}
+
+Status gemm_mxfp4(const Mxfp4GemvKernels& k, const Mxfp4GemmArgs& a, ThreadPool* pool) {
+  if (a.w.cols % kMxfp4Block != 0 || a.w.rows == 0 || a.w.cols == 0)
+    return invalid_argument("gemm_mxfp4: a [" + std::to_string(a.w.rows) + ", " + std::to_string(a.w.cols) +
+                            "] matrix (columns must be a positive multiple of 32)");
+  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_mxfp4: batch out of range");
+  if (a.w.blocks == nullptr || a.w.scales == nullptr || a.x == nullptr || a.y == nullptr)
+    return invalid_argument("gemm_mxfp4: null pointer");
+  if (a.batch > 1 && (a.x_stride < a.w.cols || a.y_stride < a.w.rows))
+    return invalid_argument("gemm_mxfp4: stride smaller than the row");
+  const size_t macs = size_t{a.w.rows} * a.w.cols * a.batch;
+  detail::run_rows(k.rows, a, a.w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
+  return Status::ok();
+}
+
+}  // namespace submoe::kernels

@@ -1,0 +1,68 @@
+// AVX2 MXFP4 rows: a block's 16 code bytes are split into nibbles, looked up
+// as twice their values in int8 (pshufb), interleaved back into column order
+// and widened to 4 x 8 floats; each token then takes 4 FMAs against its
+// activations and one FMA by the block's scale into its accumulator. Tokens
+// go 4 at a time so a decoded block is reused from registers.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "avx2_reduce.h"
+#include "mxfp4_gemv_internal.h"
+
+namespace submoe::kernels::detail {
+namespace {
+
+struct Block {
+  __m256 w0, w1, w2, w3;
+};
+
+inline Block decode_block(const uint8_t* bytes, __m128i lut, __m128i nibble) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, nibble));
+  const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
+  const __m128i e0 = _mm_unpacklo_epi8(lo, hi);  // columns 0..15
+  const __m128i e1 = _mm_unpackhi_epi8(lo, hi);  // columns 16..31
+  return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e0, 8))),
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e1, 8)))};
+}
+
+inline __m256 block_dot(const Block& w, const float* x) {
+  __m256 d = _mm256_mul_ps(w.w0, _mm256_loadu_ps(x));
+  d = _mm256_fmadd_ps(w.w1, _mm256_loadu_ps(x + 8), d);
+  d = _mm256_fmadd_ps(w.w2, _mm256_loadu_ps(x + 16), d);
+  return _mm256_fmadd_ps(w.w3, _mm256_loadu_ps(x + 24), d);
+}
+
+template <int kTokens>
+void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
+  const uint32_t cols = a.w.cols, nb = cols / kMxfp4Block;
+  const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
+  const uint8_t* scales = a.w.scales + size_t{r} * nb;
+  const float* half = e8m0_half_table();
+  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kFp4Twice));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  __m256 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint32_t b = 0; b < nb; ++b) {
+    const Block w = decode_block(blocks + b * 16, lut, nibble);
+    const __m256 s = _mm256_set1_ps(half[scales[b]]);
+    for (int t = 0; t < kTokens; ++t) {
+      const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{b} * kMxfp4Block;
+      acc[t] = _mm256_fmadd_ps(block_dot(w, x), s, acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = hsum(acc[t]);
+}
+
+}  // namespace
+
+void mxfp4_rows_avx2(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    uint32_t t = 0;
+    for (; t + 4 <= a.batch; t += 4) row_tokens<4>(a, r, t);
+    for (; t < a.batch; ++t) row_tokens<1>(a, r, t);
+  }
+}
+
+}  // namespace submoe::kernels::detail

@@ -1,0 +1,215 @@
+// mxfp4 as a representation. Fields per matrix: blocks U8 [rows, cols / 2]
+// (two FP4 codes a byte, even column low) and scales U8 [rows, cols / 32]
+// (E8M0). No parameters, no shared tensors. The encoder fits each group's
+// scale from its current values when GPTQ reaches it (group width 32), so RTN
+// and GPTQ both work, and re-encoding a matrix that is already MXFP4 (a hub
+// GPT-OSS checkpoint) gives back exactly its values.
+#include "runtime/repr/mxfp4/mxfp4_representation.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <limits>
+
+#include "runtime/op_workspace.h"
+#include "runtime/repr/mxfp4/mxfp4_format.h"
+#include "runtime/repr/record_keys.h"
+#include "submoe/core/bf16.h"
+#include "submoe/kernels/activations.h"
+#include "submoe/kernels/mxfp4_gemv.h"
+#include "submoe/runtime/artifact_format.h"
+
+namespace submoe::runtime::repr {
+namespace {
+
+constexpr std::string_view kName = "mxfp4";
+constexpr std::string_view kFieldBlocks = "blocks";
+using kernels::kMxfp4Block;
+
+class Mxfp4Encoder final : public MatrixEncoder {
+ public:
+  Mxfp4Encoder(uint32_t rows, uint32_t cols)
+      : rows_(rows), cols_(cols), codes_(size_t{rows} * cols), scales_(size_t{rows} * (cols / kMxfp4Block)) {}
+  size_t rows() const override { return rows_; }
+  size_t cols() const override { return cols_; }
+  size_t block_width() const override { return 1; }
+  size_t group_width() const override { return kMxfp4Block; }
+  void begin_row(size_t r, std::span<const float> original) override {
+    // RTN (no begin_group from the solver) still gets its scales.
+    for (size_t c = 0; c < cols_; c += kMxfp4Block) begin_group(r, c, original.subspan(c, kMxfp4Block));
+  }
+  void begin_group(size_t r, size_t c, std::span<const float> current) override {
+    scales_[r * (cols_ / kMxfp4Block) + c / kMxfp4Block] = mxfp4::group_scale(current.first(kMxfp4Block));
+  }
+  void quantize(size_t r, size_t c, const float* v, float* rec) override {
+    const uint8_t s = scales_[r * (cols_ / kMxfp4Block) + c / kMxfp4Block];
+    const uint8_t code = mxfp4::quantize_value(*v, s);
+    codes_[r * cols_ + c] = code;
+    *rec = kernels::fp4_e2m1_value(code) * kernels::e8m0_value(s);
+  }
+  std::vector<float> dequantize() const override { return mxfp4::decode(matrix()); }
+  Result<std::vector<PackedTensor>> pack() const override {
+    const mxfp4::Mxfp4Matrix m = matrix();
+    const auto r = static_cast<int64_t>(rows_);
+    return std::vector<PackedTensor>{
+        {std::string(kFieldBlocks), io::DType::kU8, {r, static_cast<int64_t>(cols_ / 2)}, m.blocks},
+        {std::string(artifact::kFieldScales), io::DType::kU8, {r, static_cast<int64_t>(cols_ / kMxfp4Block)},
+         m.scales}};
+  }
+
+ private:
+  mxfp4::Mxfp4Matrix matrix() const {
+    mxfp4::Mxfp4Matrix m;
+    m.rows = rows_;
+    m.cols = cols_;
+    m.blocks.resize(codes_.size() / 2);
+    for (size_t i = 0; i < m.blocks.size(); ++i)
+      m.blocks[i] = static_cast<uint8_t>(codes_[2 * i] | (codes_[2 * i + 1] << 4));
+    m.scales = scales_;
+    return m;
+  }
+
+  uint32_t rows_, cols_;
+  std::vector<uint8_t> codes_, scales_;
+};
+
+class Mxfp4LinearOp final : public model::LinearOp {
+ public:
+  Mxfp4LinearOp(mxfp4::Mxfp4Matrix m, ExecutionMode mode, const kernels::Mxfp4GemvKernels& k)
+      : m_(std::move(m)), mode_(mode), kernels_(k) {}
+  size_t in_features() const override { return m_.cols; }
+  size_t out_features() const override { return m_.rows; }
+  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
+    const uint32_t rows = m_.rows, cols = m_.cols;
+    const kernels::Mxfp4View w{m_.blocks.data(), m_.scales.data(), rows, cols};
+    ThreadPool* p = size_t{rows} * cols * n >= detail::kParallelMinMacs ? pool : nullptr;
+    for (size_t t0 = 0; t0 < n; t0 += kernels::kMaxKernelBatch) {
+      const auto nb = static_cast<uint32_t>(std::min<size_t>(kernels::kMaxKernelBatch, n - t0));
+      const float* x = in + t0 * cols;
+      if (mode_ == ExecutionMode::kFusedBf16 || mode_ == ExecutionMode::kFusedInt8) x = prepare(x, nb);
+      const Status st = kernels::gemm_mxfp4(kernels_, {w, x, cols, nb, out + t0 * rows, rows}, p);
+      if (!st.is_ok()) {  // shapes are checked when the op is built: a bug here
+        assert(false && "mxfp4 LinearOp: kernel rejected its arguments");
+        std::fill(out + t0 * rows, out + (t0 + nb) * rows, std::numeric_limits<float>::quiet_NaN());
+      }
+    }
+  }
+  std::string describe() const override {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "mxfp4 [%u, %u] %.3f bits/weight, fused %s%s", m_.rows, m_.cols,
+                  8.0 * static_cast<double>(weight_bytes()) / (double(m_.rows) * m_.cols), isa_name(kernels_.isa),
+                  mode_ == ExecutionMode::kFusedBf16   ? ", bf16 activations"
+                  : mode_ == ExecutionMode::kFusedInt8 ? ", int8 activations"
+                                                       : "");
+    return buf;
+  }
+  size_t weight_bytes() const override { return m_.bytes(); }
+
+ private:
+  // The mode's rounding of nb tokens' activations, into this thread's workspace.
+  const float* prepare(const float* src, uint32_t nb) const {
+    const uint32_t cols = m_.cols;
+    const std::span<float> ws = detail::thread_workspace(size_t{nb} * cols);
+    float* x = ws.data();
+    if (mode_ == ExecutionMode::kFusedBf16) {
+      for (size_t i = 0; i < size_t{nb} * cols; ++i) x[i] = bf16_to_float(float_to_bf16(src[i]));
+      return x;
+    }
+    thread_local std::vector<int8_t> q;
+    q.resize(cols);
+    const auto view = kernels::ActivationsView::f32(src, nb, cols);
+    for (uint32_t t = 0; t < nb; ++t) {
+      const float s = kernels::quantize_activations_int8(view, t, cols, q.data());
+      for (uint32_t c = 0; c < cols; ++c) x[size_t{t} * cols + c] = s * static_cast<float>(q[c]);
+    }
+    return x;
+  }
+
+  mxfp4::Mxfp4Matrix m_;
+  ExecutionMode mode_;
+  const kernels::Mxfp4GemvKernels& kernels_;
+};
+
+class Mxfp4Codec final : public MatrixCodec {
+ public:
+  const Representation& representation() const override { return mxfp4_representation(); }
+  nlohmann::json record() const override { return {{"representation", std::string(kName)}}; }
+  std::string summary() const override { return "mxfp4 (FP4 E2M1, E8M0 scale per 32, 4.25 bits)"; }
+  std::string grid_name() const override { return "mxfp4"; }
+  Status check_shape(uint32_t rows, uint32_t cols) const override { return mxfp4::check_shape(rows, cols); }
+  std::vector<FieldSpec> fields(uint32_t rows, uint32_t cols) const override {
+    const auto r = static_cast<int64_t>(rows);
+    return {FieldSpec{std::string(kFieldBlocks), io::DType::kU8, {r, static_cast<int64_t>(cols / 2)}},
+            FieldSpec{std::string(artifact::kFieldScales), io::DType::kU8, {r, static_cast<int64_t>(cols / kMxfp4Block)}}};
+  }
+  Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const override {
+    SUBMOE_ASSIGN_OR_RETURN(mxfp4::Mxfp4Matrix m, matrix(rows, cols, f));
+    return mxfp4::decode(m);
+  }
+  Result<std::unique_ptr<model::LinearOp>> make_op(uint32_t rows, uint32_t cols, FieldBytes f,
+                                                   ExecutionMode mode) const override {
+    SUBMOE_ASSIGN_OR_RETURN(mxfp4::Mxfp4Matrix m, matrix(rows, cols, f));
+    if (mode == ExecutionMode::kReferenceDecode)
+      return make_reference_decoded_linear(mxfp4::decode(m), rows, cols, "mxfp4");
+    return std::unique_ptr<model::LinearOp>(
+        new Mxfp4LinearOp(std::move(m), mode, kernels::best_mxfp4_gemv_kernels()));
+  }
+  Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const override {
+    SUBMOE_RETURN_IF_ERROR(check_encodable(rows, cols));
+    return std::unique_ptr<MatrixEncoder>(new Mxfp4Encoder(rows, cols));
+  }
+
+ private:
+  static Result<mxfp4::Mxfp4Matrix> matrix(uint32_t rows, uint32_t cols, FieldBytes f) {
+    if (f.size() != 2) return corrupt_data("mxfp4: " + std::to_string(f.size()) + " fields given, 2 expected");
+    auto u8 = [](std::span<const std::byte> b) {
+      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+    };
+    return mxfp4::from_fields(rows, cols, u8(f[0]), u8(f[1]));
+  }
+};
+
+class Mxfp4Representation final : public Representation {
+ public:
+  std::string_view name() const override { return kName; }
+  std::string_view help() const override {
+    return "mxfp4: OCP MXFP4, FP4 E2M1 codes with an E8M0 scale per 32 columns, 4.25 bits (GPT-OSS's format)";
+  }
+  std::optional<ReprOptions> from_grid_name(std::string_view grid) const override {
+    if (grid != kName) return std::nullopt;
+    return ReprOptions{std::string(kName)};
+  }
+  Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
+    SUBMOE_RETURN_IF_ERROR(refuse_extra_options(o, kName));
+    if (o.code) return invalid_argument("--code applies to ternary_dict only");
+    if (o.p0) return invalid_argument("--dict-p0 applies to ternary_dict only");
+    if (o.bits && *o.bits != 4.25)
+      return invalid_argument("mxfp4 stores 4.25 bits per weight (4-bit codes, one 8-bit scale per 32); --bits " +
+                              std::to_string(*o.bits) + " does not apply");
+    if (o.group_size && *o.group_size != kMxfp4Block)
+      return invalid_argument("mxfp4 scales groups of 32 columns; --group-size " + std::to_string(*o.group_size) +
+                              " does not apply");
+    return codec();
+  }
+  Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
+                                                         const TensorLookup&) const override {
+    const RecordKeys k{record, where};
+    SUBMOE_RETURN_IF_ERROR(k.only({"representation"}));
+    return codec();
+  }
+
+ private:
+  static std::shared_ptr<const MatrixCodec> codec() {
+    static const std::shared_ptr<const MatrixCodec> c = std::make_shared<Mxfp4Codec>();
+    return c;
+  }
+};
+
+}  // namespace
+
+const Representation& mxfp4_representation() {
+  static const Mxfp4Representation r;
+  return r;
+}
+
+}  // namespace submoe::runtime::repr
