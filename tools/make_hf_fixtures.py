@@ -40,7 +40,7 @@ CORPORA = SHARED / "corpora"
 DEFAULT_OUT = REPO / "tests" / "fixtures"
 
 N_GENERATE = 8
-SIZE_LIMIT_BYTES = 6 * 1024 * 1024  # all model fixtures together
+SIZE_LIMIT_BYTES = 7 * 1024 * 1024  # all model fixtures together
 
 PROMPTS = [
     "The quick brown fox jumps.",
@@ -496,7 +496,69 @@ def fixture_specs(tok_sizes: dict) -> dict:
                           "truncate": False, "original_max_position_embeddings": 64},
             rms_norm_eps=1e-5, tie_word_embeddings=False,
             bos_token_id=None, eos_token_id=None, pad_token_id=None)),
+        # GPT-OSS as the hub ships it: experts in MXFP4 (`*_blocks` / `*_scales`, quantization_config
+        # quant_method "mxfp4"). Expert width 32 (MXFP4 blocks down_proj's rows by 32), 2 layers,
+        # full/sliding alternation starting with full. The goldens are transformers' run of the
+        # checkpoint as loaded from disk (on a CPU it dequantizes MXFP4 itself).
+        "gpt_oss_mxfp4": ("qwen2_bytelevel", "GptOssForCausalLM", dict(
+            vocab_size=tok_sizes["qwen2_bytelevel"],
+            hidden_size=64, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            num_local_experts=8, num_experts_per_tok=2, sliding_window=6,
+            layer_types=["full_attention", "sliding_attention"],
+            max_position_embeddings=256, rope_theta=150000.0,
+            rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                          "truncate": False, "original_max_position_embeddings": 64},
+            rms_norm_eps=1e-5, tie_word_embeddings=False,
+            bos_token_id=None, eos_token_id=None, pad_token_id=None)),
     }
+
+
+MXFP4_FIXTURES = {"gpt_oss_mxfp4"}
+FP4_VALUES = [+0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def mxfp4_quantize(w):
+    """OCP MXFP4 of w [..., rows, cols] along cols (cols % 32 == 0): scale 2^(floor(log2 amax) - 2)
+    per 32 values (E8M0 code, clamped to [0, 252]), codes by round-to-nearest (ties to the even
+    code) saturating at 6. Returns (blocks [..., rows, cols/32, 16] u8, scales [..., rows, cols/32]
+    u8, dequantized w)."""
+    import torch
+    *lead, rows, cols = w.shape
+    g = w.detach().double().reshape(*lead, rows, cols // 32, 32)
+    amax = g.abs().amax(dim=-1)
+    e = torch.floor(torch.log2(torch.where(amax > 0, amax, torch.ones_like(amax)))) - 2
+    s = torch.where(amax > 0, e + 127, torch.zeros_like(e)).clamp(0, 252)
+    scale = torch.pow(2.0, s - 127).unsqueeze(-1)
+    grid = torch.tensor(FP4_VALUES[:8], dtype=torch.float64)
+    a = (g.abs() / scale).unsqueeze(-1)
+    dist = (a - grid).abs()
+    # nearest; on a tie the even code (grid index) wins: penalise odd indices by a hair
+    dist = dist + torch.tensor([0.0, 1e-12] * 4, dtype=torch.float64)
+    code = dist.argmin(dim=-1)
+    code = torch.where((g < 0) & (code > 0), code + 8, code).to(torch.uint8)
+    deq = torch.tensor(FP4_VALUES, dtype=torch.float64)[code.long()] * scale
+    c = code.reshape(*lead, rows, cols // 32, 16, 2)
+    blocks = (c[..., 0] | (c[..., 1] << 4)).to(torch.uint8)
+    return blocks, s.to(torch.uint8), deq.reshape(w.shape).to(w.dtype)
+
+
+def mxfp4_experts_(model) -> dict:
+    """Replaces every GPT-OSS expert matrix by its MXFP4 round trip (in place) and returns the
+    hub tensors: experts.{gate_up_proj,down_proj}_{blocks,scales} per layer."""
+    import torch
+    hub = {}
+    with torch.no_grad():
+        for li, layer in enumerate(model.model.layers):
+            ex = layer.mlp.experts
+            for name in ("gate_up_proj", "down_proj"):
+                p = getattr(ex, name)  # [E, in, out] for x @ W; the hub blocks the Linear [E, out, in]
+                blocks, scales, deq = mxfp4_quantize(p.transpose(1, 2))
+                p.copy_(deq.transpose(1, 2))
+                pre = f"model.layers.{li}.mlp.experts.{name}"
+                hub[pre + "_blocks"] = blocks.contiguous()
+                hub[pre + "_scales"] = scales.contiguous()
+    return hub
 
 
 def randomize_(model, seed: int) -> None:
@@ -855,6 +917,7 @@ def build_fixture(name: str, spec, tok_pair, out_root: Path, seed: int, versions
         torch.manual_seed(s)
         model = cls(cfg).eval()
         randomize_(model, s)
+        mxfp4_tensors = mxfp4_experts_(model) if name in MXFP4_FIXTURES else None
         if cfg.vocab_size > len(tokenizer):  # padded rows: never predicted, like untrained rows
             with torch.no_grad():
                 model.lm_head.weight[len(tokenizer):] *= 0.01
@@ -871,6 +934,17 @@ def build_fixture(name: str, spec, tok_pair, out_root: Path, seed: int, versions
 
     model.save_pretrained(d, safe_serialization=True)
     cfg_json = json.loads((d / "config.json").read_text())
+    if mxfp4_tensors is not None:  # the hub's layout: MXFP4 experts, everything else as saved
+        from safetensors.torch import load_file
+        st = {k: v for k, v in load_file(str(d / "model.safetensors")).items()
+              if not (k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj"))}
+        st.update(mxfp4_tensors)
+        save_file(dict(sorted(st.items())), str(d / "model.safetensors"), metadata={"format": "pt"})
+        cfg_json["quantization_config"] = {
+            "quant_method": "mxfp4",
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                       "model.embed_tokens", "lm_head"]}
+        (d / "config.json").write_text(json.dumps(cfg_json, indent=2) + "\n")
     (d / "config.v5.json").write_text(json.dumps(config_v5(cfg_json), indent=2) + "\n")
     (d / "config.v4-legacy.json").write_text(json.dumps(config_v4_legacy(cfg_json), indent=2) + "\n")
     save_file({k: v.contiguous() for k, v in sorted(tensors.items())}, str(d / "golden.safetensors"),
@@ -950,6 +1024,12 @@ def verify_fixture(d: Path) -> None:
     tok = AutoTokenizer.from_pretrained(d)
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
                                                  attn_implementation="eager").eval()
+    if d.name in MXFP4_FIXTURES:
+        # transformers dequantizes MXFP4 on a CPU into bf16 experts (exact: MXFP4 values have at
+        # most 3 significant bits) beside fp32 weights, then fails on the dtype mix: widen them.
+        model = model.float()
+        if any(n.endswith("_blocks") for n, _ in model.named_parameters()):
+            die(f"{d.name}: transformers kept the experts in MXFP4; expected its CPU dequantization")
     for pi, p in enumerate(golden["prompts"]):
         ids = tok(p["text"], add_special_tokens=True)["input_ids"]
         if ids != p["input_ids"]:
@@ -1078,7 +1158,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--only", nargs="*", default=None,
                     help="build only these fixtures (mixtral qwen2_moe qwen3_moe olmoe "
-                         "deepseek_v3 deepseek_v3_plain_q gpt_oss)")
+                         "deepseek_v3 deepseek_v3_plain_q gpt_oss gpt_oss_mxfp4)")
     ap.add_argument("--verify-only", action="store_true",
                     help="only reload existing fixtures and check the recorded numbers")
     ap.add_argument("--threads", type=int, default=1)
@@ -1104,7 +1184,8 @@ def main() -> None:
                 "safetensors": __import__("safetensors").__version__,
                 "python": sys.version.split()[0]}
 
-    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss"]
+    all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss",
+                 "gpt_oss_mxfp4"]
     names = a.only or all_names
     for n in names:
         if n not in all_names:

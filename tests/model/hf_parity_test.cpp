@@ -28,7 +28,8 @@ void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.fixture << "/" <<
 
 std::vector<ParityCase> parity_cases() {
   std::vector<ParityCase> v;
-  for (const char* f : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss"})
+  for (const char* f : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss",
+                        "gpt_oss_mxfp4"})
     for (const char* c : {"config.json", "config.v5.json", "config.v4-legacy.json"}) v.push_back({f, c});
   return v;
 }
