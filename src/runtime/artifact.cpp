@@ -158,11 +158,16 @@ Status Artifact::index_experts() {
       }
     }
   }
-  // Anything else under an experts prefix is a writer bug or a foreign file:
-  // refuse rather than silently ignore weights.
+  // Anything else under a routed expert's prefix (".mlp.experts.<index>.") is
+  // a writer bug or a foreign file: refuse rather than silently ignore weights.
+  // Per-layer expert tensors without an index (GPT-OSS's experts.*_bias) are
+  // dense weights: the weight loader reads them or refuses them as unused.
+  constexpr std::string_view kExperts = ".mlp.experts.";
   for (const io::TensorView* t : tensors_->tensors()) {
-    if (t->name.rfind("model.layers.", 0) == 0 && t->name.find(".mlp.experts.") != std::string::npos &&
-        !expected.count(t->name))
+    const size_t at = t->name.find(kExperts);
+    const size_t next = at + kExperts.size();
+    if (t->name.rfind("model.layers.", 0) == 0 && at != std::string::npos && next < t->name.size() &&
+        t->name[next] >= '0' && t->name[next] <= '9' && !expected.count(t->name))
       return corrupt_data("unexpected tensor '" + t->name + "' under a routed-experts prefix (docs/format.md 9.3)");
   }
   return Status::ok();
