@@ -56,7 +56,7 @@ TensorClass classify_tensor(std::string_view name, std::optional<Architecture> a
   TensorClass c;
   c.layer = index_after(name, "layers.");
   std::string moe_block = ".experts.";
-  std::string router = ".gate.weight";
+  std::string router = ".gate.";  // the router module's tensors (weight, bias, DeepSeek's score bias)
   if (arch) {
     // The family's sparse block, or its other spelling (Mixtral's hub files use
     // block_sparse_moe, transformers v5's in-memory fused names mlp).
@@ -70,7 +70,7 @@ TensorClass classify_tensor(std::string_view name, std::optional<Architecture> a
     if (!d.sparse_block_alias.empty() && !contains(name, dotted(block, "."))) block = d.sparse_block_alias;
     moe_block = dotted(block, ".experts.");
     router = dotted(block, ".");
-    router.append(d.router_module).append(".weight");
+    router.append(d.router_module).append(".");
   }
   const int expert = index_after(name, moe_block);
   if (expert >= 0) {
@@ -90,7 +90,7 @@ TensorClass classify_tensor(std::string_view name, std::optional<Architecture> a
   if (contains(name, ".shared_expert.") || contains(name, ".shared_expert_gate.") ||
       contains(name, ".shared_experts.")) {
     c.role = TensorRole::kSharedExpert;
-  } else if (name.ends_with(router)) {
+  } else if (contains(name, router)) {
     c.role = TensorRole::kRouter;
   } else if (name.starts_with("model.embed_tokens.") || name.starts_with("embed_tokens.")) {
     c.role = TensorRole::kEmbedding;
@@ -116,7 +116,11 @@ ParameterCounts count_parameters(std::span<const TensorView* const> tensors, std
   };
   std::map<int, LayerExperts> layers;
   for (const TensorView* t : tensors) {
-    const int64_t n = t->numel();
+    // MXFP4 blocks (GPT-OSS's hub experts) hold two weights a byte; their E8M0
+    // scales are not parameters.
+    const bool mx_blocks = t->dtype == DType::kU8 && t->name.ends_with("_blocks");
+    const bool mx_scales = t->dtype == DType::kU8 && t->name.ends_with("_scales");
+    const int64_t n = mx_scales ? 0 : mx_blocks ? 2 * t->numel() : t->numel();
     out.total += n;
     const TensorClass c = classify_tensor(t->name, arch);
     out.by_role[static_cast<size_t>(c.role)] += n;

@@ -68,7 +68,6 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open(const std::stri
       m->by_name_.emplace(t.name, &t);
     }
     SUBMOE_RETURN_IF_ERROR(m->attach_fp8_block_scales());
-    SUBMOE_RETURN_IF_ERROR(m->split_transposed_fused_experts());
     return m;
   }
 
@@ -122,7 +121,6 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::open(const std::stri
     }
   }
   SUBMOE_RETURN_IF_ERROR(m->attach_fp8_block_scales());
-  SUBMOE_RETURN_IF_ERROR(m->split_transposed_fused_experts());
   return m;
 }
 

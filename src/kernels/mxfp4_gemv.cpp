@@ -11,8 +11,6 @@
 namespace submoe::kernels {
 namespace detail {
 
-const int8_t kFp4Twice[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
 const float* e8m0_half_table() {
   static const auto table = [] {
     std::array<float, 256> t{};
@@ -32,9 +30,6 @@ constexpr size_t kParallelMinMacs = size_t{1} << 16;
 const Mxfp4GemvKernels kScalar{Isa::kScalar, &detail::mxfp4_rows_scalar};
 const Mxfp4GemvKernels kAvx2{Isa::kAvx2, &detail::mxfp4_rows_avx2};
 }  // namespace
-
-float fp4_e2m1_value(uint8_t code) { return 0.5f * static_cast<float>(detail::kFp4Twice[code & 0xF]); }
-float e8m0_value(uint8_t scale) { return std::ldexp(1.0f, static_cast<int>(scale) - 127); }
 
 const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa) { return isa == Isa::kScalar ? kScalar : kAvx2; }
 

@@ -40,7 +40,7 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
   const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
   const uint8_t* scales = a.w.scales + size_t{r} * nb;
   const float* half = e8m0_half_table();
-  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kFp4Twice));
+  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kFp4Twice));
   const __m128i nibble = _mm_set1_epi8(0x0F);
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();

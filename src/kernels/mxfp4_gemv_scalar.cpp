@@ -15,8 +15,8 @@ void mxfp4_rows_scalar(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_
     for (uint32_t b = 0; b < nb; ++b) {
       for (uint32_t j = 0; j < kMxfp4Block / 2; ++j) {
         const uint8_t byte = blocks[b * 16 + j];
-        w[2 * j] = static_cast<float>(kFp4Twice[byte & 0xF]);
-        w[2 * j + 1] = static_cast<float>(kFp4Twice[byte >> 4]);
+        w[2 * j] = static_cast<float>(mxfp4::kFp4Twice[byte & 0xF]);
+        w[2 * j + 1] = static_cast<float>(mxfp4::kFp4Twice[byte >> 4]);
       }
       const float s = half[scales[b]];
       for (uint32_t t = 0; t < a.batch; ++t) {

@@ -6,6 +6,8 @@
 #include <set>
 #include "submoe/model/model_weights.h"
 
+#include "hub_experts.h"
+
 namespace submoe::model {
 namespace {
 
@@ -128,6 +130,42 @@ std::vector<std::string> sparse_block_spellings(const io::ArchitectureDescriptor
   return out;
 }
 
+// GPT-OSS's MXFP4 experts under `experts` ("model.layers.{i}.mlp.experts."), shapes checked.
+Result<detail::FusedMxfp4> fused_mxfp4_tensors(const TensorSource& src, const io::MoeModelConfig& c,
+                                               const std::string& experts) {
+  const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size, B = mxfp4::kBlock;
+  if (H % B != 0 || I % B != 0)
+    return invalid_argument("tensor '" + experts + "gate_up_proj_blocks': MXFP4 blocks rows by 32 columns, but the "
+                            "config's hidden_size " + std::to_string(H) + " and intermediate_size " +
+                            std::to_string(I) + " are not both multiples of 32");
+  detail::FusedMxfp4 t;
+  SUBMOE_ASSIGN_OR_RETURN(t.gate_up_blocks, src.get(experts + "gate_up_proj_blocks", {E, 2 * I, H / B, 16}));
+  SUBMOE_ASSIGN_OR_RETURN(t.gate_up_scales, src.get(experts + "gate_up_proj_scales", {E, 2 * I, H / B}));
+  SUBMOE_ASSIGN_OR_RETURN(t.down_blocks, src.get(experts + "down_proj_blocks", {E, H, I / B, 16}));
+  SUBMOE_ASSIGN_OR_RETURN(t.down_scales, src.get(experts + "down_proj_scales", {E, H, I / B}));
+  for (const io::TensorView* v : {t.gate_up_blocks, t.gate_up_scales, t.down_blocks, t.down_scales})
+    if (v->dtype != io::DType::kU8)
+      return invalid_argument("tensor '" + v->name + "' has dtype " + std::string(io::dtype_name(v->dtype)) +
+                              "; MXFP4 blocks and scales are U8");
+  return t;
+}
+
+// A dense op over views of memory `storage` keeps alive.
+class OwningLinearOp final : public LinearOp {
+ public:
+  OwningLinearOp(std::shared_ptr<const void> storage, std::unique_ptr<LinearOp> op)
+      : storage_(std::move(storage)), op_(std::move(op)) {}
+  size_t in_features() const override { return op_->in_features(); }
+  size_t out_features() const override { return op_->out_features(); }
+  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override { op_->forward(in, n, out, pool); }
+  std::string describe() const override { return op_->describe(); }
+  size_t weight_bytes() const override { return op_->weight_bytes(); }
+
+ private:
+  std::shared_ptr<const void> storage_;
+  std::unique_ptr<LinearOp> op_;
+};
+
 // Experts of one sparse layer: hub per-expert names, else v5 fused tensors
 // (gate_up_proj [E, 2I, H] = per expert [gate; up] stacked, down_proj [E, H, I]).
 Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeModelConfig& c,
@@ -150,6 +188,22 @@ Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeMo
     }
     return out;
   }
+  if (arch.fused_transposed_experts) {  // GPT-OSS's hub layouts, rewritten one layer at a time
+    const std::string experts = sparse_block_prefix(arch, layer) + ".experts.";
+    if (src.has(experts + "gate_up_proj_blocks")) {
+      SUBMOE_ASSIGN_OR_RETURN(const detail::FusedMxfp4 t, fused_mxfp4_tensors(src, c, experts));
+      SUBMOE_ASSIGN_OR_RETURN(out, detail::dequantize_fused_mxfp4(t, E, H, I));
+      out.tensor_names = {t.gate_up_blocks->name, t.gate_up_scales->name, t.down_blocks->name, t.down_scales->name};
+      return out;
+    }
+    if (src.has(experts + "gate_up_proj")) {
+      SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* gu, src.get(experts + "gate_up_proj", {E, H, 2 * I}));
+      SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* dn, src.get(experts + "down_proj", {E, I, H}));
+      SUBMOE_ASSIGN_OR_RETURN(out, detail::split_fused_dense({gu, dn}, E, H, I));
+      out.tensor_names = {gu->name, dn->name};
+      return out;
+    }
+  }
   // v5 in-memory names (save_pretrained(save_original_format=False)), under the
   // sparse block or its other spelling (Mixtral's "mlp").
   for (const std::string& block : sparse_block_spellings(arch, layer)) {
@@ -168,12 +222,23 @@ Result<LayerExpertWeights> find_experts(const TensorSource& src, const io::MoeMo
 Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const TensorSource& src,
                                                                        const io::MoeModelConfig& c,
                                                                        const io::ArchitectureDescriptor& arch, int layer) {
+  const std::string mxfp4_experts = sparse_block_prefix(arch, layer) + ".experts.";
+  if (arch.fused_transposed_experts && src.has(mxfp4_experts + "gate_up_proj_blocks")) {
+    // GPT-OSS's MXFP4 experts run fused, as stored.
+    SUBMOE_ASSIGN_OR_RETURN(const detail::FusedMxfp4 t, fused_mxfp4_tensors(src, c, mxfp4_experts));
+    return detail::fused_mxfp4_ops(t, c.num_experts, c.hidden_size, c.moe_intermediate_size);
+  }
   SUBMOE_ASSIGN_OR_RETURN(LayerExpertWeights found, find_experts(src, c, arch, layer));
   std::vector<ResidentExpertProvider::Expert> experts(found.experts.size());
+  auto dense = [&](const io::TensorView& v) -> Result<std::unique_ptr<LinearOp>> {
+    SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<LinearOp> op, make_dense_linear(v, src.storage()));
+    if (!found.storage) return op;
+    return std::unique_ptr<LinearOp>(new OwningLinearOp(found.storage, std::move(op)));
+  };
   for (size_t e = 0; e < experts.size(); ++e) {
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].gate, make_dense_linear(found.experts[e].gate, src.storage()));
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].up, make_dense_linear(found.experts[e].up, src.storage()));
-    SUBMOE_ASSIGN_OR_RETURN(experts[e].down, make_dense_linear(found.experts[e].down, src.storage()));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].gate, dense(found.experts[e].gate));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].up, dense(found.experts[e].up));
+    SUBMOE_ASSIGN_OR_RETURN(experts[e].down, dense(found.experts[e].down));
   }
   return experts;
 }

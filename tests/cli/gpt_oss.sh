@@ -111,7 +111,7 @@ for name, mutate in (("nan-scale", "nan"), ("no-scales", "drop")):
         h[key + "_renamed"] = h.pop(key)
     save(os.path.join(d, "model.safetensors"), h, bytes(b))
 PY
-for case in "nan-scale:E8M0 NaN scale 255" "no-scales:gate_up_proj_scales"; do
+for case in "nan-scale:is the E8M0 NaN" "no-scales:no tensor 'model.layers.1.mlp.experts.gate_up_proj_scales'"; do
   dir=${case%%:*}; want=${case#*:}
   rc=0; out=$("$bin" run --model "$work/$dir" --prompt hi -n 1 2>&1) || rc=$?
   if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qF "$want" <<<"$out"; then

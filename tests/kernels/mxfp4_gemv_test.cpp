@@ -40,10 +40,10 @@ Matrix random_matrix(uint32_t rows, uint32_t cols, std::mt19937& rng, int scale_
 }
 
 TEST(Mxfp4Gemv, ValuesFollowTheOcpDefinition) {
-  for (int code = 0; code < 16; ++code) EXPECT_EQ(fp4_e2m1_value(static_cast<uint8_t>(code)), e2m1(static_cast<uint8_t>(code)));
-  EXPECT_EQ(e8m0_value(127), 1.0f);
-  EXPECT_EQ(e8m0_value(0), std::ldexp(1.0f, -127));
-  EXPECT_EQ(e8m0_value(kMxfp4MaxScale) * 6.0f, std::ldexp(6.0f, 125));
+  for (int code = 0; code < 16; ++code) EXPECT_EQ(mxfp4::fp4_e2m1_value(static_cast<uint8_t>(code)), e2m1(static_cast<uint8_t>(code)));
+  EXPECT_EQ(mxfp4::e8m0_value(127), 1.0f);
+  EXPECT_EQ(mxfp4::e8m0_value(0), std::ldexp(1.0f, -127));
+  EXPECT_EQ(mxfp4::e8m0_value(mxfp4::kMaxScale) * 6.0f, std::ldexp(6.0f, 125));
 }
 
 TEST(Mxfp4Gemv, EveryIsaMatchesAFloat64ProductOnEveryShape) {
@@ -85,7 +85,7 @@ TEST(Mxfp4Gemv, ExtremeScalesAndCodesStayExact) {
   // Largest valid scale with +-6 everywhere, smallest with +-0.5: every
   // product is a power-of-two multiple, so x = 1/64 gives the row mean exactly.
   for (Isa isa : testing::supported_isas()) {
-    for (auto [scale, byte] : {std::pair{uint8_t{kMxfp4MaxScale}, uint8_t{0x77}}, {uint8_t{0}, uint8_t{0x91}},
+    for (auto [scale, byte] : {std::pair{uint8_t{mxfp4::kMaxScale}, uint8_t{0x77}}, {uint8_t{0}, uint8_t{0x91}},
                                {uint8_t{127}, uint8_t{0xF7}}, {uint8_t{127}, uint8_t{0x80}}}) {
       const uint32_t rows = 2, cols = 64;
       Matrix m{rows, cols, std::vector<uint8_t>(rows * cols / 2, byte), std::vector<uint8_t>(rows * cols / 32, scale)};

@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -133,27 +132,11 @@ class SafetensorsModel {
   // (128 x 128 without one); every inconsistency is an error naming the tensor
   // (fp8_block_scales.cpp).
   Status attach_fp8_block_scales();
-  // GPT-OSS stores each layer's experts fused and transposed
-  // (experts.gate_up_proj [E, H, 2I] with gate and up interleaved,
-  // experts.down_proj [E, I, H]) or in MXFP4 (experts.gate_up_proj_blocks /
-  // _scales, down_proj_blocks / _scales). Both are replaced by per-expert
-  // tensors experts.{e}.{gate_proj|up_proj|down_proj}.weight in the usual
-  // [out, in] layout, held in memory (MXFP4 dequantized exactly to BF16), so
-  // every reader sees hub per-expert names; every inconsistency is an error
-  // naming the tensor (fused_experts.cpp).
-  Status split_transposed_fused_experts();
-  // Adds a tensor that lives in memory (file empty), listed last.
-  const TensorView* add_derived(TensorView view, std::vector<uint8_t> bytes);
-  // Drops tensors from the listing and the name index (their bytes stay mapped).
-  void remove_tensors(const std::vector<const TensorView*>& gone);
 
   std::string directory_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<const TensorView*> tensors_;
   std::map<std::string, const TensorView*, std::less<>> by_name_;
-  // Tensors derived at open (stable addresses).
-  std::deque<TensorView> derived_views_;
-  std::deque<std::vector<uint8_t>> derived_bytes_;
 };
 
 // Tells the kernel the mapped pages wholly inside the tensor's data are not

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "submoe/codec/mxfp4.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
 
@@ -24,14 +25,7 @@ class ThreadPool;
 
 namespace submoe::kernels {
 
-inline constexpr uint32_t kMxfp4Block = 32;
-// Largest valid E8M0 scale code: 2^(252 - 127) * 6 is still a finite float;
-// 253 and 254 can overflow it and 255 is the format's NaN.
-inline constexpr uint8_t kMxfp4MaxScale = 252;
-
-// The value of an FP4 E2M1 code (0..15) and of an E8M0 scale code.
-float fp4_e2m1_value(uint8_t code);
-float e8m0_value(uint8_t scale);
+inline constexpr uint32_t kMxfp4Block = mxfp4::kBlock;
 
 // A [rows, cols] matrix: blocks [rows, cols / 2] bytes, scales [rows, cols / 32]
 // (cols a multiple of 32), row-major, no padding.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "submoe/core/status.h"
+#include "submoe/codec/mxfp4.h"
 #include "submoe/io/safetensors.h"
 
 namespace submoe {
@@ -61,5 +62,9 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight
 // aligned to the element size); for tests and for weights built in memory.
 std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, size_t out_features,
                                             size_t in_features);
+
+// The fused MXFP4 op over a validated matrix (mxfp4::from_fields), f32
+// activations, the best kernels for this CPU; it owns the matrix.
+std::unique_ptr<LinearOp> make_mxfp4_linear(mxfp4::Mxfp4Matrix m);
 
 }  // namespace submoe::model

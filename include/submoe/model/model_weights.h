@@ -136,6 +136,9 @@ struct ExpertWeightViews {
 struct LayerExpertWeights {
   std::vector<ExpertWeightViews> experts;
   std::vector<std::string> tensor_names;
+  // Memory the views point into when the checkpoint's layout had to be
+  // rewritten (GPT-OSS's fused or MXFP4 experts); null for views of the file.
+  std::shared_ptr<const void> storage;
 };
 // Shapes are checked against the config; a missing tensor is kNotFound naming it.
 Result<LayerExpertWeights> find_layer_expert_weights(const io::SafetensorsModel& tensors,

@@ -12,10 +12,10 @@
 #include <limits>
 
 #include "runtime/op_workspace.h"
-#include "runtime/repr/mxfp4/mxfp4_format.h"
 #include "runtime/repr/record_keys.h"
 #include "submoe/core/bf16.h"
 #include "submoe/kernels/activations.h"
+#include "submoe/codec/mxfp4.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/runtime/artifact_format.h"
 
@@ -45,7 +45,7 @@ class Mxfp4Encoder final : public MatrixEncoder {
     const uint8_t s = scales_[r * (cols_ / kMxfp4Block) + c / kMxfp4Block];
     const uint8_t code = mxfp4::quantize_value(*v, s);
     codes_[r * cols_ + c] = code;
-    *rec = kernels::fp4_e2m1_value(code) * kernels::e8m0_value(s);
+    *rec = mxfp4::fp4_e2m1_value(code) * mxfp4::e8m0_value(s);
   }
   std::vector<float> dequantize() const override { return mxfp4::decode(matrix()); }
   Result<std::vector<PackedTensor>> pack() const override {
@@ -73,61 +73,39 @@ class Mxfp4Encoder final : public MatrixEncoder {
   std::vector<uint8_t> codes_, scales_;
 };
 
-class Mxfp4LinearOp final : public model::LinearOp {
+// The activations of the fused modes that round them (bf16, int8) are
+// rounded into this thread's workspace, then the model's fused MXFP4 op runs.
+class RoundingMxfp4Op final : public model::LinearOp {
  public:
-  Mxfp4LinearOp(mxfp4::Mxfp4Matrix m, ExecutionMode mode, const kernels::Mxfp4GemvKernels& k)
-      : m_(std::move(m)), mode_(mode), kernels_(k) {}
-  size_t in_features() const override { return m_.cols; }
-  size_t out_features() const override { return m_.rows; }
+  RoundingMxfp4Op(mxfp4::Mxfp4Matrix m, ExecutionMode mode)
+      : cols_(m.cols), inner_(model::make_mxfp4_linear(std::move(m))), mode_(mode) {}
+  size_t in_features() const override { return inner_->in_features(); }
+  size_t out_features() const override { return inner_->out_features(); }
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
-    const uint32_t rows = m_.rows, cols = m_.cols;
-    const kernels::Mxfp4View w{m_.blocks.data(), m_.scales.data(), rows, cols};
-    ThreadPool* p = size_t{rows} * cols * n >= detail::kParallelMinMacs ? pool : nullptr;
-    for (size_t t0 = 0; t0 < n; t0 += kernels::kMaxKernelBatch) {
-      const auto nb = static_cast<uint32_t>(std::min<size_t>(kernels::kMaxKernelBatch, n - t0));
-      const float* x = in + t0 * cols;
-      if (mode_ == ExecutionMode::kFusedBf16 || mode_ == ExecutionMode::kFusedInt8) x = prepare(x, nb);
-      const Status st = kernels::gemm_mxfp4(kernels_, {w, x, cols, nb, out + t0 * rows, rows}, p);
-      if (!st.is_ok()) {  // shapes are checked when the op is built: a bug here
-        assert(false && "mxfp4 LinearOp: kernel rejected its arguments");
-        std::fill(out + t0 * rows, out + (t0 + nb) * rows, std::numeric_limits<float>::quiet_NaN());
-      }
-    }
-  }
-  std::string describe() const override {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "mxfp4 [%u, %u] %.3f bits/weight, fused %s%s", m_.rows, m_.cols,
-                  8.0 * static_cast<double>(weight_bytes()) / (double(m_.rows) * m_.cols), isa_name(kernels_.isa),
-                  mode_ == ExecutionMode::kFusedBf16   ? ", bf16 activations"
-                  : mode_ == ExecutionMode::kFusedInt8 ? ", int8 activations"
-                                                       : "");
-    return buf;
-  }
-  size_t weight_bytes() const override { return m_.bytes(); }
-
- private:
-  // The mode's rounding of nb tokens' activations, into this thread's workspace.
-  const float* prepare(const float* src, uint32_t nb) const {
-    const uint32_t cols = m_.cols;
-    const std::span<float> ws = detail::thread_workspace(size_t{nb} * cols);
+    const std::span<float> ws = detail::thread_workspace(n * cols_);
     float* x = ws.data();
     if (mode_ == ExecutionMode::kFusedBf16) {
-      for (size_t i = 0; i < size_t{nb} * cols; ++i) x[i] = bf16_to_float(float_to_bf16(src[i]));
-      return x;
+      for (size_t i = 0; i < n * cols_; ++i) x[i] = bf16_to_float(float_to_bf16(in[i]));
+    } else {
+      thread_local std::vector<int8_t> q;
+      q.resize(cols_);
+      const auto view = kernels::ActivationsView::f32(in, static_cast<uint32_t>(n), cols_);
+      for (uint32_t t = 0; t < n; ++t) {
+        const float s = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols_), q.data());
+        for (size_t c = 0; c < cols_; ++c) x[t * cols_ + c] = s * static_cast<float>(q[c]);
+      }
     }
-    thread_local std::vector<int8_t> q;
-    q.resize(cols);
-    const auto view = kernels::ActivationsView::f32(src, nb, cols);
-    for (uint32_t t = 0; t < nb; ++t) {
-      const float s = kernels::quantize_activations_int8(view, t, cols, q.data());
-      for (uint32_t c = 0; c < cols; ++c) x[size_t{t} * cols + c] = s * static_cast<float>(q[c]);
-    }
-    return x;
+    inner_->forward(x, n, out, pool);
   }
+  std::string describe() const override {
+    return inner_->describe() + (mode_ == ExecutionMode::kFusedBf16 ? ", bf16 activations" : ", int8 activations");
+  }
+  size_t weight_bytes() const override { return inner_->weight_bytes(); }
 
-  mxfp4::Mxfp4Matrix m_;
+ private:
+  size_t cols_;
+  std::unique_ptr<model::LinearOp> inner_;
   ExecutionMode mode_;
-  const kernels::Mxfp4GemvKernels& kernels_;
 };
 
 class Mxfp4Codec final : public MatrixCodec {
@@ -151,8 +129,8 @@ class Mxfp4Codec final : public MatrixCodec {
     SUBMOE_ASSIGN_OR_RETURN(mxfp4::Mxfp4Matrix m, matrix(rows, cols, f));
     if (mode == ExecutionMode::kReferenceDecode)
       return make_reference_decoded_linear(mxfp4::decode(m), rows, cols, "mxfp4");
-    return std::unique_ptr<model::LinearOp>(
-        new Mxfp4LinearOp(std::move(m), mode, kernels::best_mxfp4_gemv_kernels()));
+    if (mode == ExecutionMode::kFused) return model::make_mxfp4_linear(std::move(m));
+    return std::unique_ptr<model::LinearOp>(new RoundingMxfp4Op(std::move(m), mode));
   }
   Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const override {
     SUBMOE_RETURN_IF_ERROR(check_encodable(rows, cols));

@@ -1,17 +1,19 @@
-#include "runtime/repr/mxfp4/mxfp4_format.h"
+#include "submoe/codec/mxfp4.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "submoe/kernels/mxfp4_gemv.h"
 
-namespace submoe::runtime::repr::mxfp4 {
+namespace submoe::mxfp4 {
 
-using kernels::kMxfp4Block;
+const int8_t kFp4Twice[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float fp4_e2m1_value(uint8_t code) { return 0.5f * static_cast<float>(kFp4Twice[code & 0xF]); }
+float e8m0_value(uint8_t scale) { return std::ldexp(1.0f, static_cast<int>(scale) - 127); }
 
 Status check_shape(uint32_t rows, uint32_t cols) {
-  if (rows == 0 || cols == 0 || cols % kMxfp4Block != 0)
+  if (rows == 0 || cols == 0 || cols % kBlock != 0)
     return invalid_argument("mxfp4: a [" + std::to_string(rows) + ", " + std::to_string(cols) +
                             "] matrix; MXFP4 scales blocks of 32 columns, so columns must be a positive multiple "
                             "of 32");
@@ -21,19 +23,19 @@ Status check_shape(uint32_t rows, uint32_t cols) {
 Result<Mxfp4Matrix> from_fields(uint32_t rows, uint32_t cols, std::span<const uint8_t> blocks,
                                 std::span<const uint8_t> scales) {
   SUBMOE_RETURN_IF_ERROR(check_shape(rows, cols));
-  const size_t nblocks = size_t{rows} * cols / 2, nscales = size_t{rows} * (cols / kMxfp4Block);
+  const size_t nblocks = size_t{rows} * cols / 2, nscales = size_t{rows} * (cols / kBlock);
   if (blocks.size() != nblocks || scales.size() != nscales)
     return corrupt_data("mxfp4: " + std::to_string(blocks.size()) + " code bytes and " +
                         std::to_string(scales.size()) + " scales for a [" + std::to_string(rows) + ", " +
                         std::to_string(cols) + "] matrix (expected " + std::to_string(nblocks) + " and " +
                         std::to_string(nscales) + ")");
   for (size_t i = 0; i < scales.size(); ++i)
-    if (scales[i] > kernels::kMxfp4MaxScale)
+    if (scales[i] > kMaxScale)
       return corrupt_data("mxfp4: scale " + std::to_string(scales[i]) + " of row " +
-                          std::to_string(i / (cols / kMxfp4Block)) + ", block " +
-                          std::to_string(i % (cols / kMxfp4Block)) +
+                          std::to_string(i / (cols / kBlock)) + ", block " +
+                          std::to_string(i % (cols / kBlock)) +
                           (scales[i] == 0xFF ? " is the E8M0 NaN" : " overflows float") + " (at most " +
-                          std::to_string(kernels::kMxfp4MaxScale) + ")");
+                          std::to_string(kMaxScale) + ")");
   Mxfp4Matrix m;
   m.rows = rows;
   m.cols = cols;
@@ -44,13 +46,13 @@ Result<Mxfp4Matrix> from_fields(uint32_t rows, uint32_t cols, std::span<const ui
 
 std::vector<float> decode(const Mxfp4Matrix& m) {
   std::vector<float> w(size_t{m.rows} * m.cols);
-  const uint32_t nb = m.cols / kMxfp4Block;
+  const uint32_t nb = m.cols / kBlock;
   for (uint32_t r = 0; r < m.rows; ++r)
     for (uint32_t c = 0; c < m.cols; ++c) {
       const uint8_t byte = m.blocks[(size_t{r} * m.cols + c) / 2];
       const uint8_t code = c % 2 == 0 ? byte & 0xF : byte >> 4;
       w[size_t{r} * m.cols + c] =
-          kernels::fp4_e2m1_value(code) * kernels::e8m0_value(m.scales[size_t{r} * nb + c / kMxfp4Block]);
+          fp4_e2m1_value(code) * e8m0_value(m.scales[size_t{r} * nb + c / kBlock]);
     }
   return w;
 }
@@ -60,7 +62,7 @@ namespace {
 double squared_error(std::span<const float> group, uint8_t s) {
   double e = 0;
   for (float v : group) {
-    const double d = double{v} - double{kernels::fp4_e2m1_value(quantize_value(v, s))} * kernels::e8m0_value(s);
+    const double d = double{v} - double{fp4_e2m1_value(quantize_value(v, s))} * e8m0_value(s);
     e += d * d;
   }
   return e;
@@ -71,10 +73,10 @@ double squared_error(std::span<const float> group, uint8_t s) {
 uint8_t group_scale(std::span<const float> group) {
   float amax = 0.0f;
   for (float v : group) amax = std::max(amax, std::abs(v));
-  if (!(amax > 0.0f) || !std::isfinite(amax)) return amax > 0.0f ? kernels::kMxfp4MaxScale : 0;
+  if (!(amax > 0.0f) || !std::isfinite(amax)) return amax > 0.0f ? kMaxScale : 0;
   int e = 0;
   std::frexp(amax, &e);  // amax = f 2^e, f in [0.5, 1): floor(log2 amax) = e - 1
-  const int max_scale = kernels::kMxfp4MaxScale;
+  const int max_scale = kMaxScale;
   const auto ocp = static_cast<uint8_t>(std::clamp((e - 1) - 2 + 127, 0, max_scale));
   if (ocp == max_scale) return ocp;
   const auto up = static_cast<uint8_t>(ocp + 1);
@@ -85,7 +87,7 @@ uint8_t quantize_value(float v, uint8_t s) {
   // |v| / scale exactly (a power of two), then the nearest of
   // {0, .5, 1, 1.5, 2, 3, 4, 6}; at a midpoint the even code wins.
   static constexpr float kGrid[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  const float a = std::abs(v) / kernels::e8m0_value(s);
+  const float a = std::abs(v) / e8m0_value(s);
   uint8_t best = 7;
   if (!(a >= 6.0f)) {  // NaN saturates too: nothing here produces one
     for (uint8_t k = 0; k < 7; ++k) {
@@ -100,4 +102,4 @@ uint8_t quantize_value(float v, uint8_t s) {
   return static_cast<uint8_t>(best | (std::signbit(v) ? 8 : 0));
 }
 
-}  // namespace submoe::runtime::repr::mxfp4
+}  // namespace submoe::mxfp4
