@@ -9,7 +9,8 @@
 3. with --trace (written by `submoe trace record --model DIR --text FILE --ctx N`): the text is
    tokenized with DIR's tokenizer, each window of N tokens is run through transformers in float32
    with output_router_logits, the top-k experts and weights (softmax in fp32, top-k,
-   renormalised iff the architecture does) are compared with the trace. Expert ids must agree
+   renormalised iff the architecture does; GPT-OSS reports the weights themselves) are
+   compared with the trace. Expert ids must agree
    except where the k-th and (k+1)-th probabilities are within --tie-gap (the two engines
    round differently); weights within bf16 rounding.
 
@@ -78,7 +79,10 @@ def check(directory, args):
             with torch.no_grad():
                 out = model(window, output_router_logits=True)
             for j, router_logits in enumerate(out.router_logits):
-                p = torch.softmax(router_logits.float().reshape(window.shape[1], -1), dim=-1)
+                r = router_logits.float().reshape(window.shape[1], -1)
+                # GPT-OSS reports its routing weights (softmax over the top-k logits, zero
+                # elsewhere) rather than logits; the others report logits.
+                p = r if config.model_type == "gpt_oss" else torch.softmax(r, dim=-1)
                 top = torch.topk(p, k + 1 if k < p.shape[1] else k, dim=-1)
                 w = top.values[:, :k]
                 if renormalises(config):

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/io/architecture.h"
 #include "submoe/model/synth_checkpoint.h"
 
 namespace submoe::cli {
@@ -121,9 +122,13 @@ void setup_synth_model(CLI::App& root) {
       "latent attention with qk_nope = v = d, qk_rope = d / 2, kv_lora_rank 4d, q_lora_rank 12d; one dense\n"
       "first layer (--dense-ffn wide), shared experts of --ffn width (--shared-ffn / --ffn of them), up to\n"
       "8 expert groups of which half are kept; d must be a multiple of 4.\n"
+      "gpt_oss gets the hub layout: fused, transposed experts with biases (experts.gate_up_proj\n"
+      "[E, H, 2I], down_proj [E, I, H]), a biased router, attention sinks, sliding (128) and full layers\n"
+      "alternating, YaRN RoPE (factor 32, original 4096), clamped SwiGLU.\n"
       "Output (stdout): a summary line, or with --json one object\n"
       "{out, parameters, bytes, files, seconds, model_type, vocab_size}.");
-  cmd->add_option("--arch", o->arch, "mixtral | qwen2_moe | qwen3_moe | olmoe")->required();
+  static const std::string arch_help = "one of: " + io::supported_model_types();
+  cmd->add_option("--arch", o->arch, arch_help)->required();
   cmd->add_option("--layers", o->spec.layers, "decoder layers")->required();
   cmd->add_option("--experts", o->spec.experts, "routed experts per MoE layer")->required();
   cmd->add_option("--hidden", o->spec.hidden, "hidden size H")->required();

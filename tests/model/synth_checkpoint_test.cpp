@@ -332,6 +332,59 @@ TEST(SynthCheckpoint, LatentAttentionCheckpointsRoundTripLoadAndRoute) {
   }
 }
 
+// GPT-OSS synthetic checkpoints: the hub layout (fused transposed experts with
+// biases, biased router, sinks; checked against the fixture transformers wrote
+// above), the hub config's rules (alternating sliding layers, YaRN 32 x 4096,
+// clamped SwiGLU), and the model loads and routes over every expert.
+TEST(SynthCheckpoint, GptOssCheckpointsRoundTripLoadAndRoute) {
+  TempDir tmp;
+  ThreadPool pool(2);
+  SynthSpec spec = tiny_spec(io::Architecture::kGptOss);
+  spec.layers = 3;
+  spec.experts = 8;
+  auto c = resolve_synth_config(spec);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  auto back = io::parse_hf_config(synth_config_json(*c));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  const io::MoeModelConfig& b = *back;
+  EXPECT_EQ(b.architecture, io::Architecture::kGptOss);
+  EXPECT_TRUE(b.attention_sinks && b.router_linear_bias && b.expert_bias && b.qkv_bias && b.o_proj_bias);
+  EXPECT_EQ(b.router_selection, io::RouterSelection::kTopKSoftmax);
+  EXPECT_EQ(b.expert_activation, io::ExpertActivation::kClampedSwiGlu);
+  EXPECT_EQ(b.sliding_window_for_layer(0), std::optional<int64_t>(128));
+  EXPECT_EQ(b.sliding_window_for_layer(1), std::nullopt);
+  EXPECT_EQ(b.sliding_window_for_layer(2), std::optional<int64_t>(128));
+  EXPECT_EQ(b.rope_scaling.type, io::RopeType::kYarn);
+  EXPECT_EQ(b.rope_scaling.factor, 32.0);
+  EXPECT_FALSE(b.rope_scaling.truncate);
+  EXPECT_EQ(b.max_position_embeddings, 131072);
+  std::set<std::string> names;
+  for (const CheckpointTensor& t : checkpoint_layout(b)) names.insert(t.name);
+  for (const char* want : {"model.layers.1.self_attn.sinks", "model.layers.1.mlp.router.bias",
+                           "model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.down_proj_bias"})
+    EXPECT_TRUE(names.count(want)) << want;
+
+  auto r = write_synth_checkpoint(spec, tmp.file("gpt_oss"), quick_options());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto m = MoeModel::load(tmp.file("gpt_oss"));
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  Session session(**m, &pool);
+  std::map<int, std::vector<int>> chosen;
+  session.set_routing_observer([&](int layer, size_t, const Routing& routing) {
+    auto& n = chosen[layer];
+    n.resize(8);
+    for (int32_t e : routing.experts) n[static_cast<size_t>(e)]++;
+  });
+  std::vector<int32_t> ids(60);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 5) % 97);
+  std::vector<float> logits;
+  ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+  ASSERT_EQ(chosen.size(), 3u);
+  for (const auto& [layer, n] : chosen)
+    for (int k : n) EXPECT_GE(k, 2) << "layer " << layer << ": every expert is chosen";
+}
+
 // hidden / heads not a multiple of 4 leaves an odd RoPE part: refused.
 TEST(SynthCheckpoint, LatentAttentionNeedsARopePartThatIsEven) {
   SynthSpec spec = tiny_spec(io::Architecture::kDeepseekV3);

@@ -27,6 +27,18 @@ void set_gpt_oss_rules(MoeModelConfig* c) {
   c->expert_bias = true;
 }
 
+// The hub's YaRN: factor 32 over an original 4096 positions, truncate false.
+void set_gpt_oss_rope(MoeModelConfig* c) {
+  c->rope_scaling = RopeScaling{};
+  c->rope_scaling.type = RopeType::kYarn;
+  c->rope_scaling.factor = 32.0;
+  c->rope_scaling.factor_given = true;
+  c->rope_scaling.beta_fast = 32.0;
+  c->rope_scaling.beta_slow = 1.0;
+  c->rope_scaling.truncate = false;
+  c->rope_scaling.original_max_position_embeddings = 4096;
+}
+
 void set_defaults(MoeModelConfig* c) {
   c->vocab_size = 201088;
   c->hidden_size = 2880;
@@ -41,13 +53,7 @@ void set_defaults(MoeModelConfig* c) {
   c->max_position_embeddings = 131072;
   c->rms_norm_eps = 1e-5;
   c->rope_theta = 150000.0;
-  c->rope_scaling.type = RopeType::kYarn;
-  c->rope_scaling.factor = 32.0;
-  c->rope_scaling.factor_given = true;
-  c->rope_scaling.beta_fast = 32.0;
-  c->rope_scaling.beta_slow = 1.0;
-  c->rope_scaling.truncate = false;
-  c->rope_scaling.original_max_position_embeddings = 4096;
+  set_gpt_oss_rope(c);
   set_gpt_oss_rules(c);
 }
 
@@ -81,6 +87,8 @@ void synth_defaults(MoeModelConfig* c) {
   c->rms_norm_eps = 1e-5;
   c->rope_theta = 150000.0;
   c->sliding_window = 128;
+  c->max_position_embeddings = 131072;  // YaRN's 32 x 4096, as the hub config
+  set_gpt_oss_rope(c);
   set_gpt_oss_rules(c);
 }
 
@@ -95,6 +103,14 @@ void write_config_fields(const MoeModelConfig& c, nlohmann::json* j) {
     types.push_back(c.sliding_window_for_layer(static_cast<int>(i)) ? "sliding_attention" : "full_attention");
   (*j)["layer_types"] = types;
   (*j)["swiglu_limit"] = c.swiglu_limit;
+  if (c.rope_scaling.type == RopeType::kYarn)
+    (*j)["rope_scaling"] = {{"rope_type", "yarn"},
+                            {"factor", c.rope_scaling.factor},
+                            {"beta_fast", c.rope_scaling.beta_fast},
+                            {"beta_slow", c.rope_scaling.beta_slow},
+                            {"truncate", c.rope_scaling.truncate},
+                            {"original_max_position_embeddings",
+                             c.rope_scaling.original_max_position_embeddings.value_or(c.max_position_embeddings)}};
   (*j)["router_aux_loss_coef"] = 0.9;
 }
 
