@@ -45,6 +45,7 @@ struct GemvOptions {
   std::optional<double> bits;
   std::optional<uint32_t> group_size;
   std::vector<std::string> repr_opts;
+  std::string execution = "fused";  // --repr: the op's execution mode
   uint64_t seed = 1;
   bool json = false;
 };
@@ -98,8 +99,8 @@ Status run_gemv(const GemvOptions& o) {
   for (uint32_t b : c.int_bits) SUBMOE_RETURN_IF_ERROR(intn::check_int_params(b, c.int_group));
   c.seed = o.seed;
   const bool external = !o.repr.empty();
-  if (!external && (o.bits || o.group_size || !o.repr_opts.empty()))
-    return invalid_argument("--bits, --group-size and --repr-opt need --repr NAME");
+  if (!external && (o.bits || o.group_size || !o.repr_opts.empty() || o.execution != "fused"))
+    return invalid_argument("--bits, --group-size, --repr-opt and --execution need --repr NAME");
   if (external && !o.isa.empty())
     return invalid_argument("--isa applies to the built-in ternary and dense kernels; --repr runs the "
                             "representation's LinearOp, which picks the best ISA itself");
@@ -122,6 +123,9 @@ Status run_gemv(const GemvOptions& o) {
     ro.min_matrices = c.min_matrices;
     ro.llc_factor = c.llc_factor;
     ro.seed = c.seed;
+    SUBMOE_ASSIGN_OR_RETURN(ro.mode, runtime::parse_execution_mode(o.execution));
+    if (ro.mode == runtime::ExecutionMode::kReferenceDecode)
+      return invalid_argument("--execution reference decodes to dense f32: the dense kernels are timed already");
     SUBMOE_ASSIGN_OR_RETURN(c.external, runtime::make_repr_bench_set(ro, progress));
     c.repr = kernels::BenchRepr::kExternal;
   }
@@ -318,6 +322,8 @@ void setup_gemv(CLI::App& bench) {
   cmd->add_option("--bits", o->bits, "--repr: the representation's rate option (as compress --bits)");
   cmd->add_option("--group-size", o->group_size, "--repr: the representation's group size (as compress --group-size)");
   cmd->add_option("--repr-opt", o->repr_opts, "--repr: KEY=VALUE options of the representation (as compress --repr-opt)");
+  cmd->add_option("--execution", o->execution,
+                  "--repr: the op's execution mode, fused | fused-bf16 | fused-int8 (as run --execution)");
   cmd->add_option("--seed", o->seed, "Random seed of the data")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] { report("bench gemv", run_gemv(*o)); });

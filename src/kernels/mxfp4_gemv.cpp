@@ -27,8 +27,17 @@ namespace {
 constexpr size_t kRowGrain = 16;
 // Below this many multiply-adds the call stays on one thread.
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
-const Mxfp4GemvKernels kScalar{Isa::kScalar, &detail::mxfp4_rows_scalar};
-const Mxfp4GemvKernels kAvx2{Isa::kAvx2, &detail::mxfp4_rows_avx2};
+const Mxfp4GemvKernels kScalar{Isa::kScalar, &detail::mxfp4_rows_scalar, &detail::mxfp4_rows_i8_scalar};
+const Mxfp4GemvKernels kAvx2{Isa::kAvx2, &detail::mxfp4_rows_avx2, &detail::mxfp4_rows_i8_avx2};
+
+Status check_shape(const Mxfp4View& w, uint32_t batch) {
+  if (w.cols % kMxfp4Block != 0 || w.rows == 0 || w.cols == 0)
+    return invalid_argument("gemm_mxfp4: a [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
+                            "] matrix (columns must be a positive multiple of 32)");
+  if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument("gemm_mxfp4: batch out of range");
+  if (w.blocks == nullptr || w.scales == nullptr) return invalid_argument("gemm_mxfp4: null matrix");
+  return Status::ok();
+}
 }  // namespace
 
 const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa) { return isa == Isa::kScalar ? kScalar : kAvx2; }
@@ -39,16 +48,22 @@ const Mxfp4GemvKernels& best_mxfp4_gemv_kernels() {
 }
 
 Status gemm_mxfp4(const Mxfp4GemvKernels& k, const Mxfp4GemmArgs& a, ThreadPool* pool) {
-  if (a.w.cols % kMxfp4Block != 0 || a.w.rows == 0 || a.w.cols == 0)
-    return invalid_argument("gemm_mxfp4: a [" + std::to_string(a.w.rows) + ", " + std::to_string(a.w.cols) +
-                            "] matrix (columns must be a positive multiple of 32)");
-  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_mxfp4: batch out of range");
-  if (a.w.blocks == nullptr || a.w.scales == nullptr || a.x == nullptr || a.y == nullptr)
-    return invalid_argument("gemm_mxfp4: null pointer");
+  SUBMOE_RETURN_IF_ERROR(check_shape(a.w, a.batch));
+  if (a.x == nullptr || a.y == nullptr) return invalid_argument("gemm_mxfp4: null pointer");
   if (a.batch > 1 && (a.x_stride < a.w.cols || a.y_stride < a.w.rows))
     return invalid_argument("gemm_mxfp4: stride smaller than the row");
   const size_t macs = size_t{a.w.rows} * a.w.cols * a.batch;
   detail::run_rows(k.rows, a, a.w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
+  return Status::ok();
+}
+
+Status gemm_mxfp4_i8(const Mxfp4GemvKernels& k, const Mxfp4I8Args& a, ThreadPool* pool) {
+  SUBMOE_RETURN_IF_ERROR(check_shape(a.w, a.batch));
+  if (a.xq == nullptr || a.x_scales == nullptr || a.y == nullptr) return invalid_argument("gemm_mxfp4_i8: null pointer");
+  if (a.batch > 1 && (a.xq_stride < a.w.cols || a.y_stride < a.w.rows))
+    return invalid_argument("gemm_mxfp4_i8: stride smaller than the row");
+  const size_t macs = size_t{a.w.rows} * a.w.cols * a.batch;
+  detail::run_rows(k.rows_i8, a, a.w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
   return Status::ok();
 }
 

@@ -55,7 +55,50 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
   for (int t = 0; t < kTokens; ++t) a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = hsum(acc[t]);
 }
 
+// Twice the 32 weights of a block as int8, in column order.
+inline __m256i decode_block_i8(const uint8_t* bytes, __m128i lut, __m128i nibble) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, nibble));
+  const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
+  return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+}
+
+template <int kTokens>
+void row_tokens_i8(const Mxfp4I8Args& a, uint32_t r, uint32_t t0) {
+  const uint32_t cols = a.w.cols, nb = cols / kMxfp4Block;
+  const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
+  const uint8_t* scales = a.w.scales + size_t{r} * nb;
+  const float* half = e8m0_half_table();
+  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kFp4Twice));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint32_t b = 0; b < nb; ++b) {
+    const __m256i w = decode_block_i8(blocks + b * 16, lut, nibble);
+    const __m256i wabs = _mm256_abs_epi8(w);  // maddubs takes its first operand unsigned
+    const __m256 s = _mm256_set1_ps(half[scales[b]]);
+    for (int t = 0; t < kTokens; ++t) {
+      const __m256i q = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.xq + (t0 + static_cast<uint32_t>(t)) * a.xq_stride + size_t{b} * kMxfp4Block));
+      // |w| * sign(w) q, pairwise into int16 (|.| <= 2 * 12 * 127), then into int32.
+      const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(q, w)), ones);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), s, acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t)
+    a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = hsum(acc[t]) * a.x_scales[t0 + static_cast<uint32_t>(t)];
+}
+
 }  // namespace
+
+void mxfp4_rows_i8_avx2(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end) {
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    uint32_t t = 0;
+    for (; t + 4 <= a.batch; t += 4) row_tokens_i8<4>(a, r, t);
+    for (; t < a.batch; ++t) row_tokens_i8<1>(a, r, t);
+  }
+}
 
 void mxfp4_rows_avx2(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   for (uint32_t r = row_begin; r < row_end; ++r) {

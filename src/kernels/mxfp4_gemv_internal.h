@@ -7,6 +7,8 @@ namespace submoe::kernels::detail {
 
 void mxfp4_rows_scalar(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void mxfp4_rows_avx2(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void mxfp4_rows_i8_scalar(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end);
+void mxfp4_rows_i8_avx2(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end);
 
 // Half of each E8M0 scale, so that value = mxfp4::kFp4Twice[code] * half[s]
 // (twice each FP4 value is an integer: decoding stays exact in int8).

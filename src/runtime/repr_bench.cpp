@@ -54,7 +54,7 @@ Result<std::shared_ptr<const kernels::ExternalBenchSet>> make_repr_bench_set(
   store->ops.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<model::LinearOp> op,
-                            codec->make_op(o.rows, o.cols, fields, ExecutionMode::kFused));
+                            codec->make_op(o.rows, o.cols, fields, o.mode));
     store->ops.push_back(std::move(op));
   }
 

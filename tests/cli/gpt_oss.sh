@@ -119,5 +119,11 @@ for case in "nan-scale:is the E8M0 NaN" "no-scales:no tensor 'model.layers.1.mlp
   else fail "$dir: status $rc, output: $out"; fi
 done
 
+# The MXFP4 kernels through the benchmark, int8 activations included.
+rc=0; out=$("$bin" bench gemv --repr mxfp4 --execution fused-int8 --shape 64x96 --iters 2 --min-matrices 1 \
+  --llc-factor 0 --threads 1 2>&1) || rc=$?
+[ "$rc" -eq 0 ] && grep -qF "mxfp4 [64, 96] 4.250 bits/weight, fused" <<<"$out" && grep -qF "int8 activations" <<<"$out" &&
+  echo "ok   bench gemv --repr mxfp4 --execution fused-int8" || fail "bench mxfp4: $rc: $out"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all gpt_oss checks passed"

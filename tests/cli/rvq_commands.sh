@@ -39,6 +39,8 @@ expect_error "rvq --bits must be 0.5 to 4 in steps of 0.5" bench gemv --repr rvq
 expect_error "multiple of 16" bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x40
 expect_error "unknown representation 'nf4' (registered: ternary_dict, int, rvq, mxfp4)" bench gemv --repr nf4
 expect_error "need --repr NAME" bench gemv --bits 2
+expect_error "need --repr NAME" bench gemv --execution fused-int8
+expect_error "the dense kernels are timed already" bench gemv --repr mxfp4 --execution reference
 expect_error "--isa applies to the built-in" bench gemv --repr int --bits 4 --isa scalar
 expect_error "--repr-opt must be KEY=VALUE" bench gemv --repr rvq --repr-opt beam
 fixture=$2/tests/fixtures/qwen3_moe

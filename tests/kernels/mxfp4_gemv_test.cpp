@@ -81,6 +81,42 @@ TEST(Mxfp4Gemv, EveryIsaMatchesAFloat64ProductOnEveryShape) {
   }
 }
 
+TEST(Mxfp4Gemv, Int8ActivationsMatchAFloat64ProductOfTheQuantizedInputs) {
+  std::mt19937 rng(17);
+  ThreadPool pool(2);
+  for (Isa isa : testing::supported_isas()) {
+    const Mxfp4GemvKernels& k = mxfp4_gemv_kernels(isa);
+    for (auto [rows, cols] : {std::pair{1u, 32u}, {5u, 96u}, {67u, 640u}}) {
+      for (uint32_t batch : {1u, 3u, 4u, 7u, 64u}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " batch " +
+                     std::to_string(batch));
+        const Matrix m = random_matrix(rows, cols, rng);
+        const size_t qs = cols + 32, ys = rows + 1;
+        std::vector<int8_t> q(qs * batch);
+        std::vector<float> scales(batch), y(ys * batch);
+        std::uniform_int_distribution<int> qd(-127, 127);
+        for (auto& v : q) v = static_cast<int8_t>(qd(rng));
+        for (uint32_t t = 0; t < batch; ++t) scales[t] = 0.01f * static_cast<float>(t + 1);
+        ASSERT_TRUE(gemm_mxfp4_i8(k, {{m.blocks.data(), m.scales.data(), rows, cols}, q.data(), qs, scales.data(), batch,
+                                      y.data(), ys},
+                                  &pool)
+                        .is_ok());
+        for (uint32_t t = 0; t < batch; ++t)
+          for (uint32_t r = 0; r < rows; ++r) {
+            double want = 0, mag = 0;
+            for (uint32_t c = 0; c < cols; ++c) {
+              const double v = m.at(r, c) * scales[t] * q[t * qs + c];
+              want += v;
+              mag += std::abs(v);
+            }
+            // block sums are exact integers: only the float sum over blocks rounds.
+            ASSERT_NEAR(y[t * ys + r], want, 1e-6 * mag * (cols / 32) + 1e-30) << "row " << r << " token " << t;
+          }
+      }
+    }
+  }
+}
+
 TEST(Mxfp4Gemv, ExtremeScalesAndCodesStayExact) {
   // Largest valid scale with +-6 everywhere, smallest with +-0.5: every
   // product is a power-of-two multiple, so x = 1/64 gives the row mean exactly.
@@ -107,6 +143,11 @@ TEST(Mxfp4Gemv, BadArgumentsAreRefused) {
   EXPECT_FALSE(gemm_mxfp4(k, {{b.data(), s.data(), 2, 64}, x.data(), 64, 0, y.data(), 2}, nullptr).is_ok());
   EXPECT_FALSE(gemm_mxfp4(k, {{b.data(), s.data(), 2, 64}, x.data(), 32, 2, y.data(), 2}, nullptr).is_ok());
   EXPECT_FALSE(gemm_mxfp4(k, {{nullptr, s.data(), 2, 64}, x.data(), 64, 1, y.data(), 2}, nullptr).is_ok());
+  std::vector<int8_t> q(128);
+  float qs = 1.0f;
+  EXPECT_FALSE(gemm_mxfp4_i8(k, {{b.data(), s.data(), 2, 48}, q.data(), 48, &qs, 1, y.data(), 2}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_mxfp4_i8(k, {{b.data(), s.data(), 2, 64}, q.data(), 64, nullptr, 1, y.data(), 2}, nullptr).is_ok());
+  EXPECT_TRUE(gemm_mxfp4_i8(k, {{b.data(), s.data(), 2, 64}, q.data(), 64, &qs, 1, y.data(), 2}, nullptr).is_ok());
 }
 
 }  // namespace

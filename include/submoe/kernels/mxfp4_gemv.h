@@ -47,9 +47,26 @@ struct Mxfp4GemmArgs {
 };
 using Mxfp4RowsFn = void (*)(const Mxfp4GemmArgs& args, uint32_t row_begin, uint32_t row_end);
 
+// The int8-activation product (ActivationQuant::kInt8, kernels/activations.h):
+// token t's activations are s_t q_t with q_t int8 (xq + t * xq_stride, cols of
+// them) and y[t][r] = s_t * sum_b 2^(scale - 127) / 2 * sum_{c in b} (2 fp4) q_t[c];
+// the sums of each block are exact in int32 (twice an FP4 value is an integer),
+// as llama.cpp's MXFP4 x Q8_0 dot product.
+struct Mxfp4I8Args {
+  Mxfp4View w;
+  const int8_t* xq = nullptr;
+  size_t xq_stride = 0;
+  const float* x_scales = nullptr;  // s_t
+  uint32_t batch = 1;
+  float* y = nullptr;
+  size_t y_stride = 0;
+};
+using Mxfp4I8RowsFn = void (*)(const Mxfp4I8Args& args, uint32_t row_begin, uint32_t row_end);
+
 struct Mxfp4GemvKernels {
   Isa isa = Isa::kScalar;
   Mxfp4RowsFn rows = nullptr;
+  Mxfp4I8RowsFn rows_i8 = nullptr;
 };
 const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa);  // AVX-512 CPUs get the AVX2 table
 const Mxfp4GemvKernels& best_mxfp4_gemv_kernels();
@@ -57,5 +74,7 @@ const Mxfp4GemvKernels& best_mxfp4_gemv_kernels();
 // y = W x for args.batch tokens (1..kMaxKernelBatch), rows split across `pool`
 // (may be null); kInvalidArgument on a bad shape or stride.
 Status gemm_mxfp4(const Mxfp4GemvKernels& k, const Mxfp4GemmArgs& args, ThreadPool* pool);
+// The same over int8 activations (Mxfp4I8Args).
+Status gemm_mxfp4_i8(const Mxfp4GemvKernels& k, const Mxfp4I8Args& args, ThreadPool* pool);
 
 }  // namespace submoe::kernels

@@ -13,6 +13,7 @@
 #include "submoe/core/status.h"
 #include "submoe/codec/mxfp4.h"
 #include "submoe/io/safetensors.h"
+#include "submoe/kernels/activations.h"
 
 namespace submoe {
 class ThreadPool;
@@ -63,8 +64,12 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight
 std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, size_t out_features,
                                             size_t in_features);
 
-// The fused MXFP4 op over a validated matrix (mxfp4::from_fields), f32
-// activations, the best kernels for this CPU; it owns the matrix.
-std::unique_ptr<LinearOp> make_mxfp4_linear(mxfp4::Mxfp4Matrix m);
+// The fused MXFP4 op over a validated matrix (mxfp4::from_fields), the best
+// kernels for this CPU; it owns the matrix. activations kBF16: inputs rounded
+// to bf16 first; quant kInt8: quantized to int8 per token and multiplied in
+// int32 (kernels/mxfp4_gemv.h gemm_mxfp4_i8).
+std::unique_ptr<LinearOp> make_mxfp4_linear(mxfp4::Mxfp4Matrix m,
+                                            kernels::ActivationType activations = kernels::ActivationType::kF32,
+                                            kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
 
 }  // namespace submoe::model

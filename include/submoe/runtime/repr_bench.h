@@ -12,6 +12,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/kernels/gemv_bench.h"
+#include "submoe/runtime/compressed_linear.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
@@ -23,6 +24,7 @@ struct ReprBenchOptions {
   uint32_t min_matrices = 64;   // working set: at least this many copies ...
   double llc_factor = 2.0;      // ... and this many times the last-level cache
   uint64_t seed = 1;            // of the N(0, 0.02^2) weights
+  ExecutionMode mode = ExecutionMode::kFused;  // the ops' execution mode (fused, fused-bf16, fused-int8)
 };
 
 // The codec from the registry (an unknown name or a refused option is an

@@ -6,15 +6,7 @@
 // GPT-OSS checkpoint) gives back exactly its values.
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
 
-#include <algorithm>
-#include <cassert>
-#include <cstdio>
-#include <limits>
-
-#include "runtime/op_workspace.h"
 #include "runtime/repr/record_keys.h"
-#include "submoe/core/bf16.h"
-#include "submoe/kernels/activations.h"
 #include "submoe/codec/mxfp4.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/runtime/artifact_format.h"
@@ -73,41 +65,6 @@ class Mxfp4Encoder final : public MatrixEncoder {
   std::vector<uint8_t> codes_, scales_;
 };
 
-// The activations of the fused modes that round them (bf16, int8) are
-// rounded into this thread's workspace, then the model's fused MXFP4 op runs.
-class RoundingMxfp4Op final : public model::LinearOp {
- public:
-  RoundingMxfp4Op(mxfp4::Mxfp4Matrix m, ExecutionMode mode)
-      : cols_(m.cols), inner_(model::make_mxfp4_linear(std::move(m))), mode_(mode) {}
-  size_t in_features() const override { return inner_->in_features(); }
-  size_t out_features() const override { return inner_->out_features(); }
-  void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
-    const std::span<float> ws = detail::thread_workspace(n * cols_);
-    float* x = ws.data();
-    if (mode_ == ExecutionMode::kFusedBf16) {
-      for (size_t i = 0; i < n * cols_; ++i) x[i] = bf16_to_float(float_to_bf16(in[i]));
-    } else {
-      thread_local std::vector<int8_t> q;
-      q.resize(cols_);
-      const auto view = kernels::ActivationsView::f32(in, static_cast<uint32_t>(n), cols_);
-      for (uint32_t t = 0; t < n; ++t) {
-        const float s = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols_), q.data());
-        for (size_t c = 0; c < cols_; ++c) x[t * cols_ + c] = s * static_cast<float>(q[c]);
-      }
-    }
-    inner_->forward(x, n, out, pool);
-  }
-  std::string describe() const override {
-    return inner_->describe() + (mode_ == ExecutionMode::kFusedBf16 ? ", bf16 activations" : ", int8 activations");
-  }
-  size_t weight_bytes() const override { return inner_->weight_bytes(); }
-
- private:
-  size_t cols_;
-  std::unique_ptr<model::LinearOp> inner_;
-  ExecutionMode mode_;
-};
-
 class Mxfp4Codec final : public MatrixCodec {
  public:
   const Representation& representation() const override { return mxfp4_representation(); }
@@ -129,8 +86,7 @@ class Mxfp4Codec final : public MatrixCodec {
     SUBMOE_ASSIGN_OR_RETURN(mxfp4::Mxfp4Matrix m, matrix(rows, cols, f));
     if (mode == ExecutionMode::kReferenceDecode)
       return make_reference_decoded_linear(mxfp4::decode(m), rows, cols, "mxfp4");
-    if (mode == ExecutionMode::kFused) return model::make_mxfp4_linear(std::move(m));
-    return std::unique_ptr<model::LinearOp>(new RoundingMxfp4Op(std::move(m), mode));
+    return model::make_mxfp4_linear(std::move(m), execution_activations(mode), execution_quant(mode));
   }
   Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const override {
     SUBMOE_RETURN_IF_ERROR(check_encodable(rows, cols));
