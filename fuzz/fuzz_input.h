@@ -1,11 +1,12 @@
 // Helpers shared by the libFuzzer targets: a property check that aborts (the
-// fuzzer reports it as a crash with the input), and a reader of the input's
-// bytes that yields 0 once they run out.
+// fuzzer reports it as a crash with the input), a reader of the input's bytes
+// that yields 0 once they run out, and a bit-for-bit float comparison.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace submoe::fuzz {
 
@@ -19,5 +20,13 @@ struct Reader {
   uint32_t u8() { return n ? (--n, *p++) : 0u; }
   uint32_t u16() { return u8() | (u8() << 8); }
 };
+
+// The same float bits (so -0 differs from +0 and NaNs compare by payload).
+inline bool same_bits(float a, float b) {
+  uint32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
 
 }  // namespace submoe::fuzz

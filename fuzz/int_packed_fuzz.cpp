@@ -33,6 +33,7 @@ namespace {
 
 using submoe::fuzz::Reader;
 using submoe::fuzz::require;
+using submoe::fuzz::same_bits;
 
 // IEEE half -> float, written out here rather than taken from core/bf16.h.
 float half_to_float(uint16_t h) {
@@ -56,13 +57,6 @@ uint32_t code_from_bytes(const uint8_t* row, uint32_t c, uint32_t bits) {
     v |= ((row[bit / 8] >> (bit % 8)) & 1u) << b;
   }
   return v;
-}
-
-bool same_bits(float a, float b) {
-  uint32_t x, y;
-  std::memcpy(&x, &a, 4);
-  std::memcpy(&y, &b, 4);
-  return x == y;
 }
 
 }  // namespace

@@ -27,19 +27,13 @@ namespace {
 
 using submoe::fuzz::Reader;
 using submoe::fuzz::require;
+using submoe::fuzz::same_bits;
 
 // E2M1 from its fields: sign, 2-bit exponent (bias 1), 1-bit mantissa.
 double e2m1(uint32_t code) {
   const uint32_t e = (code >> 1) & 3, m = code & 1;
   const double mag = e == 0 ? 0.5 * m : std::ldexp(1.0 + 0.5 * m, static_cast<int>(e) - 1);
   return (code >> 3) ? -mag : mag;
-}
-
-bool same_bits(float a, float b) {
-  uint32_t x, y;
-  std::memcpy(&x, &a, 4);
-  std::memcpy(&y, &b, 4);
-  return x == y;
 }
 
 }  // namespace

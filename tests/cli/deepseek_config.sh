@@ -14,6 +14,7 @@ src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
+source "$(dirname "$0")/lib/artifact_checks.bash"
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 # A checkpoint directory: the hub config.json and a one-tensor safetensors file.
 make_model() {  # dir model_type [key=json-value ...]
@@ -82,19 +83,7 @@ else fail "run without weights: status $rc, output: $out"; fi
 
 # The forward through the binary: greedy ids of the tiny DeepSeek-V3 fixture
 # (MLA, grouped sigmoid router, YaRN) equal transformers' generated ids.
-for fx in deepseek_v3 deepseek_v3_plain_q; do
-  dir="$src/tests/fixtures/$fx"
-  rc=0; out=$("$bin" run --model "$dir" --prompt "The quick brown fox jumps." -n 8 --ignore-eos --json 2>/dev/null) || rc=$?
-  if [ "$rc" -ne 0 ]; then fail "run $fx: status $rc: $out"; continue; fi
-  if python3 - "$dir" "$out" <<'PY'; then echo "ok   run $fx: greedy ids match transformers"; else fail "run $fx: ids differ"; fi
-import json, sys
-d, out = sys.argv[1], json.loads(sys.argv[2])
-g = json.load(open(d + "/golden.json"))["prompts"][0]
-assert g["text"] == "The quick brown fox jumps.", g["text"]
-if out["token_ids"] != g["generated_ids"]:
-    print("got", out["token_ids"], "want", g["generated_ids"]); sys.exit(1)
-PY
-done
+for fx in deepseek_v3 deepseek_v3_plain_q; do check_greedy_ids "$bin" "$src/tests/fixtures/$fx" || fails=$((fails + 1)); done
 
 # The pipeline on DeepSeek-V3 (MLA, shared expert, dense first layer, grouped
 # router): GPTQ ternary and rvq 2-bit artifacts compress, verify, evaluate

@@ -13,6 +13,7 @@ src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
+source "$(dirname "$0")/lib/artifact_checks.bash"
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 nll_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])'; }
 
@@ -24,18 +25,7 @@ for want in "architecture:  gpt_oss" "layers:        2 (2 MoE)"; do
 done
 echo "ok   inspect gpt_oss_mxfp4"
 
-for dir in "$fp" "$mx"; do
-  rc=0; out=$("$bin" run --model "$dir" --prompt "The quick brown fox jumps." -n 8 --ignore-eos --json 2>/dev/null) || rc=$?
-  if [ "$rc" -ne 0 ]; then fail "run $dir: status $rc: $out"; continue; fi
-  if python3 - "$dir" "$out" <<'PY'; then echo "ok   run $(basename "$dir"): greedy ids match transformers"; else fail "run $dir: ids differ"; fi
-import json, sys
-d, out = sys.argv[1], json.loads(sys.argv[2])
-g = json.load(open(d + "/golden.json"))["prompts"][0]
-assert g["text"] == "The quick brown fox jumps.", g["text"]
-if out["token_ids"] != g["generated_ids"]:
-    print("got", out["token_ids"], "want", g["generated_ids"]); sys.exit(1)
-PY
-done
+for dir in "$fp" "$mx"; do check_greedy_ids "$bin" "$dir" || fails=$((fails + 1)); done
 
 printf 'The quick brown fox jumps over the lazy dog. A second sentence follows it here. And a third one ends it.\n' >"$work/calib.txt"
 # MXFP4 hub experts re-encoded as the mxfp4 representation: nothing changes.

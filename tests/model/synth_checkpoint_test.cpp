@@ -199,6 +199,29 @@ TEST(SynthCheckpoint, LayoutMatchesCheckpointsWrittenByTransformers) {
   }
 }
 
+// Loads the 8-expert synth checkpoint at `dir`, runs 60 tokens of a vocabulary
+// of 97: finite logits, `moe_layers` layers routed, every expert chosen at
+// least twice in each.
+void expect_finite_logits_and_every_expert_routed(const std::string& dir, size_t moe_layers, ThreadPool& pool) {
+  auto m = MoeModel::load(dir);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  Session session(**m, &pool);
+  std::map<int, std::vector<int>> chosen;
+  session.set_routing_observer([&](int layer, size_t, const Routing& routing) {
+    auto& n = chosen[layer];
+    n.resize(8);
+    for (int32_t e : routing.experts) n[static_cast<size_t>(e)]++;
+  });
+  std::vector<int32_t> ids(60);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 5) % 97);
+  std::vector<float> logits;
+  ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+  ASSERT_EQ(chosen.size(), moe_layers);
+  for (const auto& [layer, n] : chosen)
+    for (int k : n) EXPECT_GE(k, 2) << "layer " << layer << ": every expert is chosen";
+}
+
 TEST(SynthCheckpoint, ConfigJsonUsesEachArchitecturesFieldsAndRoundTrips) {
   for (io::Architecture arch : kArchs) {
     SCOPED_TRACE(std::string(io::architecture_model_type(arch)));
@@ -312,23 +335,7 @@ TEST(SynthCheckpoint, LatentAttentionCheckpointsRoundTripLoadAndRoute) {
 
     auto r = write_synth_checkpoint(spec, tmp.file(std::string(io::architecture_model_type(arch))), quick_options());
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    auto m = MoeModel::load(tmp.file(std::string(io::architecture_model_type(arch))));
-    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-    Session session(**m, &pool);
-    std::map<int, std::vector<int>> chosen;
-    session.set_routing_observer([&](int layer, size_t, const Routing& routing) {
-      auto& n = chosen[layer];
-      n.resize(8);
-      for (int32_t e : routing.experts) n[static_cast<size_t>(e)]++;
-    });
-    std::vector<int32_t> ids(60);
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 5) % 97);
-    std::vector<float> logits;
-    ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
-    for (float x : logits) ASSERT_TRUE(std::isfinite(x));
-    ASSERT_EQ(chosen.size(), 2u);
-    for (const auto& [layer, n] : chosen)
-      for (int k : n) EXPECT_GE(k, 2) << "layer " << layer << ": every expert is chosen";
+    expect_finite_logits_and_every_expert_routed(tmp.file(std::string(io::architecture_model_type(arch))), 2, pool);
   }
 }
 
@@ -366,23 +373,7 @@ TEST(SynthCheckpoint, GptOssCheckpointsRoundTripLoadAndRoute) {
 
   auto r = write_synth_checkpoint(spec, tmp.file("gpt_oss"), quick_options());
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  auto m = MoeModel::load(tmp.file("gpt_oss"));
-  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-  Session session(**m, &pool);
-  std::map<int, std::vector<int>> chosen;
-  session.set_routing_observer([&](int layer, size_t, const Routing& routing) {
-    auto& n = chosen[layer];
-    n.resize(8);
-    for (int32_t e : routing.experts) n[static_cast<size_t>(e)]++;
-  });
-  std::vector<int32_t> ids(60);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 5) % 97);
-  std::vector<float> logits;
-  ASSERT_TRUE(session.forward(ids, LogitsMode::kAll, &logits).is_ok());
-  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
-  ASSERT_EQ(chosen.size(), 3u);
-  for (const auto& [layer, n] : chosen)
-    for (int k : n) EXPECT_GE(k, 2) << "layer " << layer << ": every expert is chosen";
+  expect_finite_logits_and_every_expert_routed(tmp.file("gpt_oss"), 3, pool);
 }
 
 // hidden / heads not a multiple of 4 leaves an odd RoPE part: refused.

@@ -1,5 +1,5 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
-// F16, the ternary TQ1_0 / TQ2_0, and the types nearest submoe's rvq and int
+// F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
 // rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44, IQ4_NL 4.5; through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
@@ -29,6 +29,7 @@
 #include "submoe/core/thread_pool.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
+#include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/rvq_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 #include "submoe/kernels/ternary_kernel_table.h"
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
   std::vector<Timed> timed;
   std::vector<std::unique_ptr<GgmlSet>> sets;
   for (ggml_type t : {GGML_TYPE_BF16, GGML_TYPE_F16, GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_IQ2_XXS,
-                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL}) {
+                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4}) {
     if (cols % ggml_blck_size(t) != 0) {  // TQ1_0 / TQ2_0 blocks are 256 weights of a row
       std::printf("{\"kernel\": \"llama.cpp %s\", \"rows\": %u, \"cols\": %u, \"threads\": %d, "
                   "\"skipped\": \"cols not a multiple of its block size %lld\"}\n",
@@ -231,6 +232,40 @@ int main(int argc, char** argv) {
                        },
                        {}});
     }
+  }
+
+  // submoe mxfp4 (kernels/mxfp4_gemv.h): random codes and scales near 2^-6,
+  // f32 activations and int8 ones (llama.cpp multiplies MXFP4 by q8_0).
+  std::vector<mxfp4::Mxfp4Matrix> mx;
+  const kernels::Mxfp4GemvKernels& mk = kernels::best_mxfp4_gemv_kernels();
+  if (cols % 32 == 0) {
+    const size_t mx_bytes = size_t{rows} * cols / 2 + size_t{rows} * cols / 32;
+    const uint32_t count = matrices_for(mx_bytes, llc);
+    std::mt19937 mrng(5);
+    std::uniform_int_distribution<int> byte(0, 255), scale(118, 124);
+    for (uint32_t i = 0; i < count; ++i) {
+      std::vector<uint8_t> b(size_t{rows} * cols / 2), sc(size_t{rows} * cols / 32);
+      for (auto& v : b) v = static_cast<uint8_t>(byte(mrng));
+      for (auto& v : sc) v = static_cast<uint8_t>(scale(mrng));
+      Result<mxfp4::Mxfp4Matrix> m = mxfp4::from_fields(rows, cols, b, sc);
+      if (!m.is_ok()) return 1;
+      mx.push_back(std::move(m).value());
+    }
+    auto q = std::make_shared<std::vector<int8_t>>(cols);
+    auto qs = std::make_shared<float>(0.0f);
+    const double bpw = 8.0 * static_cast<double>(mx_bytes) / (static_cast<double>(rows) * cols);
+    timed.push_back({"submoe mxfp4, f32 activations", bpw, count, [&](uint32_t i) {
+                       const kernels::Mxfp4View w{mx[i].blocks.data(), mx[i].scales.data(), rows, cols};
+                       (void)kernels::gemm_mxfp4(mk, {w, x.data(), cols, 1, y.data(), rows}, &pool);
+                     },
+                     {}});
+    timed.push_back({"submoe mxfp4, int8 activations", bpw, count, [&, q, qs, xf](uint32_t i) {
+                       // quantized in the call, as the op does it
+                       *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                       const kernels::Mxfp4View w{mx[i].blocks.data(), mx[i].scales.data(), rows, cols};
+                       (void)kernels::gemm_mxfp4_i8(mk, {w, q->data(), cols, qs.get(), 1, y.data(), rows}, &pool);
+                     },
+                     {}});
   }
 
   // Interleaved rounds: every kernel once per round, 3 untimed rounds first.

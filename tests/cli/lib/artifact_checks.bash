@@ -21,3 +21,20 @@ check_eval_paths() {
     if (p != f) { printf "FAIL %s: paged nll %s vs resident %s\n", l, p, f; exit 1 }
     printf "ok   %s: fused %s, reference %s, paged %s\n", l, f, r, p }' || exit 1
 }
+
+# check_greedy_ids BIN FIXTURE_DIR: `run` on a parity fixture (tests/fixtures/<name>)
+# with its first prompt writes the 8 greedy ids transformers generated
+# (golden.json). ok/FAIL line; returns 1 on a mismatch or an error.
+check_greedy_ids() {
+  local bin=$1 dir=$2 out rc=0
+  out=$("$bin" run --model "$dir" --prompt "The quick brown fox jumps." -n 8 --ignore-eos --json 2>/dev/null) || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "FAIL run $dir: status $rc: $out"; return 1; fi
+  if python3 - "$dir" "$out" <<'PY'; then echo "ok   run $(basename "$dir"): greedy ids match transformers"; else echo "FAIL run $dir: ids differ"; return 1; fi
+import json, sys
+d, out = sys.argv[1], json.loads(sys.argv[2])
+g = json.load(open(d + "/golden.json"))["prompts"][0]
+assert g["text"] == "The quick brown fox jumps.", g["text"]
+if out["token_ids"] != g["generated_ids"]:
+    print("got", out["token_ids"], "want", g["generated_ids"]); sys.exit(1)
+PY
+}
