@@ -29,6 +29,7 @@ constexpr size_t kRowGrain = 16;
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
 const Mxfp4GemvKernels kScalar{Isa::kScalar, &detail::mxfp4_rows_scalar, &detail::mxfp4_rows_i8_scalar};
 const Mxfp4GemvKernels kAvx2{Isa::kAvx2, &detail::mxfp4_rows_avx2, &detail::mxfp4_rows_i8_avx2};
+const Mxfp4GemvKernels kAvx512{Isa::kAvx512, &detail::mxfp4_rows_avx512, &detail::mxfp4_rows_i8_avx2};
 
 Status check_shape(const Mxfp4View& w, uint32_t batch) {
   if (w.cols % kMxfp4Block != 0 || w.rows == 0 || w.cols == 0)
@@ -40,7 +41,7 @@ Status check_shape(const Mxfp4View& w, uint32_t batch) {
 }
 }  // namespace
 
-const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa) { return isa == Isa::kScalar ? kScalar : kAvx2; }
+const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa) { return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512); }
 
 const Mxfp4GemvKernels& best_mxfp4_gemv_kernels() {
   static const Mxfp4GemvKernels& best = mxfp4_gemv_kernels(best_isa());

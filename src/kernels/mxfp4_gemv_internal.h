@@ -7,6 +7,7 @@ namespace submoe::kernels::detail {
 
 void mxfp4_rows_scalar(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void mxfp4_rows_avx2(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void mxfp4_rows_avx512(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void mxfp4_rows_i8_scalar(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end);
 void mxfp4_rows_i8_avx2(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end);
 

@@ -9,7 +9,8 @@
 // codes two per byte, the even column in the low nibble (the hub's layout).
 // W is never materialized: each block of 32 weights is decoded once per call
 // into registers (exact: twice each value is a small integer) and applied to
-// every token. Scalar and AVX2 tables, chosen once (best_mxfp4_gemv_kernels).
+// every token. Scalar, AVX2 and AVX-512 tables, chosen once
+// (best_mxfp4_gemv_kernels).
 #pragma once
 
 #include <cstddef>
@@ -68,7 +69,8 @@ struct Mxfp4GemvKernels {
   Mxfp4RowsFn rows = nullptr;
   Mxfp4I8RowsFn rows_i8 = nullptr;
 };
-const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa);  // AVX-512 CPUs get the AVX2 table
+// Scalar, AVX2, AVX-512 (f32 activations 16 lanes wide; int8 ones as AVX2).
+const Mxfp4GemvKernels& mxfp4_gemv_kernels(Isa isa);
 const Mxfp4GemvKernels& best_mxfp4_gemv_kernels();
 
 // y = W x for args.batch tokens (1..kMaxKernelBatch), rows split across `pool`
