@@ -5,10 +5,8 @@
 // go 4 at a time so a decoded block is reused from registers.
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "avx2_reduce.h"
-#include "mxfp4_gemv_internal.h"
+#include "mxfp4_decode_simd.h"
 
 namespace submoe::kernels::detail {
 namespace {
@@ -17,12 +15,9 @@ struct Block {
   __m256 w0, w1, w2, w3;
 };
 
-inline Block decode_block(const uint8_t* bytes, __m128i lut, __m128i nibble) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-  const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, nibble));
-  const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
-  const __m128i e0 = _mm_unpacklo_epi8(lo, hi);  // columns 0..15
-  const __m128i e1 = _mm_unpackhi_epi8(lo, hi);  // columns 16..31
+inline Block decode_block(const uint8_t* bytes) {
+  __m128i e0, e1;  // columns 0..15, 16..31
+  decode_twice_codes(bytes, &e0, &e1);
   return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e0, 8))),
           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e1, 8)))};
 }
@@ -40,12 +35,10 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
   const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
   const uint8_t* scales = a.w.scales + size_t{r} * nb;
   const float* half = e8m0_half_table();
-  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kFp4Twice));
-  const __m128i nibble = _mm_set1_epi8(0x0F);
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   for (uint32_t b = 0; b < nb; ++b) {
-    const Block w = decode_block(blocks + b * 16, lut, nibble);
+    const Block w = decode_block(blocks + b * 16);
     const __m256 s = _mm256_set1_ps(half[scales[b]]);
     for (int t = 0; t < kTokens; ++t) {
       const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{b} * kMxfp4Block;
@@ -56,11 +49,10 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
 }
 
 // Twice the 32 weights of a block as int8, in column order.
-inline __m256i decode_block_i8(const uint8_t* bytes, __m128i lut, __m128i nibble) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-  const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, nibble));
-  const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
-  return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+inline __m256i decode_block_i8(const uint8_t* bytes) {
+  __m128i first, second;
+  decode_twice_codes(bytes, &first, &second);
+  return _mm256_set_m128i(second, first);
 }
 
 template <int kTokens>
@@ -69,13 +61,11 @@ void row_tokens_i8(const Mxfp4I8Args& a, uint32_t r, uint32_t t0) {
   const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
   const uint8_t* scales = a.w.scales + size_t{r} * nb;
   const float* half = e8m0_half_table();
-  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kFp4Twice));
-  const __m128i nibble = _mm_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   for (uint32_t b = 0; b < nb; ++b) {
-    const __m256i w = decode_block_i8(blocks + b * 16, lut, nibble);
+    const __m256i w = decode_block_i8(blocks + b * 16);
     const __m256i wabs = _mm256_abs_epi8(w);  // maddubs takes its first operand unsigned
     const __m256 s = _mm256_set1_ps(half[scales[b]]);
     for (int t = 0; t < kTokens; ++t) {
@@ -93,19 +83,15 @@ void row_tokens_i8(const Mxfp4I8Args& a, uint32_t r, uint32_t t0) {
 }  // namespace
 
 void mxfp4_rows_i8_avx2(const Mxfp4I8Args& a, uint32_t row_begin, uint32_t row_end) {
-  for (uint32_t r = row_begin; r < row_end; ++r) {
-    uint32_t t = 0;
-    for (; t + 4 <= a.batch; t += 4) row_tokens_i8<4>(a, r, t);
-    for (; t < a.batch; ++t) row_tokens_i8<1>(a, r, t);
-  }
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens_i8<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens_i8<1>(a, r, t); });
 }
 
 void mxfp4_rows_avx2(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  for (uint32_t r = row_begin; r < row_end; ++r) {
-    uint32_t t = 0;
-    for (; t + 4 <= a.batch; t += 4) row_tokens<4>(a, r, t);
-    for (; t < a.batch; ++t) row_tokens<1>(a, r, t);
-  }
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens<1>(a, r, t); });
 }
 
 }  // namespace submoe::kernels::detail

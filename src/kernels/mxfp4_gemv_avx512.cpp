@@ -9,7 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "mxfp4_gemv_internal.h"
+#include "mxfp4_decode_simd.h"
 
 namespace submoe::kernels::detail {
 namespace {
@@ -20,16 +20,13 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
   const uint8_t* blocks = a.w.blocks + size_t{r} * (cols / 2);
   const uint8_t* scales = a.w.scales + size_t{r} * nb;
   const float* half = e8m0_half_table();
-  const __m128i lut = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kFp4Twice));
-  const __m128i nibble = _mm_set1_epi8(0x0F);
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (uint32_t b = 0; b < nb; ++b) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + b * 16));
-    const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(bytes, nibble));
-    const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
-    const __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi8(lo, hi)));  // columns 0..15
-    const __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpackhi_epi8(lo, hi)));  // columns 16..31
+    __m128i first, second;
+    decode_twice_codes(blocks + b * 16, &first, &second);
+    const __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first));   // columns 0..15
+    const __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second));  // columns 16..31
     const __m512 s = _mm512_set1_ps(half[scales[b]]);
     for (int t = 0; t < kTokens; ++t) {
       const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{b} * kMxfp4Block;
@@ -43,11 +40,9 @@ void row_tokens(const Mxfp4GemmArgs& a, uint32_t r, uint32_t t0) {
 }  // namespace
 
 void mxfp4_rows_avx512(const Mxfp4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  for (uint32_t r = row_begin; r < row_end; ++r) {
-    uint32_t t = 0;
-    for (; t + 4 <= a.batch; t += 4) row_tokens<4>(a, r, t);
-    for (; t < a.batch; ++t) row_tokens<1>(a, r, t);
-  }
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens<1>(a, r, t); });
 }
 
 }  // namespace submoe::kernels::detail
