@@ -509,3 +509,35 @@ TEST(HfConfig, LoadFromFileAndDirectory) {
 
 }  // namespace
 }  // namespace submoe::io
+
+namespace submoe::io {
+namespace {
+
+// GPT-OSS: GptOssConfig's defaults (head_dim 64 when absent, attention biases
+// forced on, even layers slide, the hub's YaRN), and a bad swiglu_limit
+// refused by name.
+TEST(HfConfig, GptOssDefaultsAndBadSwigluLimit) {
+  auto c = parse_hf_config(R"({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 4,
+                               "attention_bias": false})");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture, Architecture::kGptOss);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_TRUE(c->qkv_bias && c->o_proj_bias && c->attention_sinks && c->router_linear_bias && c->expert_bias);
+  EXPECT_EQ(c->router_selection, RouterSelection::kTopKSoftmax);
+  EXPECT_EQ(c->expert_activation, ExpertActivation::kClampedSwiGlu);
+  EXPECT_EQ(c->swiglu_limit, 7.0);
+  EXPECT_EQ(c->sliding_window_for_layer(0), std::optional<int64_t>(128));
+  EXPECT_EQ(c->sliding_window_for_layer(1), std::nullopt);
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kYarn);
+  EXPECT_FALSE(c->rope_scaling.truncate);
+  EXPECT_EQ(c->moe_intermediate_size, 2880);
+  auto bad = parse_hf_config(R"({"model_type": "gpt_oss", "swiglu_limit": -1})");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("swiglu_limit"), std::string::npos) << bad.status().message();
+  auto typed = parse_hf_config(R"({"model_type": "gpt_oss", "swiglu_alpha": "fast"})");
+  ASSERT_FALSE(typed.is_ok());
+  EXPECT_NE(typed.status().message().find("swiglu_alpha"), std::string::npos) << typed.status().message();
+}
+
+}  // namespace
+}  // namespace submoe::io
