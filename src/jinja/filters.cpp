@@ -520,8 +520,12 @@ const Value* builtin_global(std::string_view name) {
       {"dict", Value::function("dict", [](const CallArgs& args) { return Value(namespace_entries(args, 0)); })},
       {"raise_exception", Value::function("raise_exception",
                                           [](const CallArgs& args) -> Value {
+                                            // The user sees this message: never an empty one
+                                            // (raise_exception(''), or an undefined argument).
                                             const Value* m = args.get(0, "message");
-                                            throw RaisedByTemplate(m ? m->str() : std::string("raise_exception()"));
+                                            std::string message = m ? m->str() : std::string();
+                                            if (message.empty()) message = "raise_exception() without a message";
+                                            throw RaisedByTemplate(message);
                                           })},
   };
   const auto it = globals.find(name);

@@ -65,6 +65,22 @@ TEST(JinjaCases, RaiseExceptionCarriesTheTemplatesMessage) {
   EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument);
 }
 
+// Found by fuzz_chat_template: an empty or undefined message still gives the
+// user a message (the error contract: kInvalidArgument with a message).
+TEST(JinjaCases, RaiseExceptionWithoutAMessageStillSaysSo) {
+  for (const char* source : {"{{ raise_exception('') }}", "{{ raise_exception(no_such_name, 1) }}",
+                             "{{ raise_exception() }}", "{{ raise_exception(''.nope) }}"}) {
+    Result<Template> t = Template::parse(source);
+    ASSERT_TRUE(t.is_ok()) << source;
+    RenderFailure failure;
+    Result<std::string> out = t->render({}, &failure);
+    ASSERT_FALSE(out.is_ok()) << source;
+    EXPECT_TRUE(failure.raised_by_template) << source;
+    EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument) << source;
+    EXPECT_EQ(out.status().message(), "raise_exception() without a message") << source;
+  }
+}
+
 TEST(JinjaCases, RuntimeErrorsNameTheLine) {
   Result<Template> t = Template::parse("line one\n{{ 'a' + 1 }}");
   ASSERT_TRUE(t.is_ok());
