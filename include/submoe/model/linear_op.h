@@ -12,6 +12,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/codec/mxfp4.h"
+#include "submoe/codec/nf4.h"
 #include "submoe/io/safetensors.h"
 #include "submoe/kernels/activations.h"
 
@@ -71,5 +72,13 @@ std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, 
 std::unique_ptr<LinearOp> make_mxfp4_linear(mxfp4::Mxfp4Matrix m,
                                             kernels::ActivationType activations = kernels::ActivationType::kF32,
                                             kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
+
+// The fused NF4 op over a validated matrix (nf4::from_fields), the best
+// kernels for this CPU; it owns the matrix. activations kBF16: inputs rounded
+// to bf16 first; quant kInt8: inputs replaced by their int8 quantization s q
+// per token (the product stays in float).
+std::unique_ptr<LinearOp> make_nf4_linear(nf4::Nf4Matrix m,
+                                          kernels::ActivationType activations = kernels::ActivationType::kF32,
+                                          kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
 
 }  // namespace submoe::model

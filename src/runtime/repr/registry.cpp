@@ -4,6 +4,7 @@
 
 #include "runtime/repr/int/int_representation.h"
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
+#include "runtime/repr/nf4/nf4_representation.h"
 #include "runtime/repr/rvq/rvq_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
 #include "submoe/runtime/representation.h"
@@ -11,12 +12,13 @@
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 4>& registry() {
-  static const std::array<const Representation*, 4> r = {
+const std::array<const Representation*, 5>& registry() {
+  static const std::array<const Representation*, 5> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
       &repr::mxfp4_representation(),
+      &repr::nf4_representation(),
   };
   return r;
 }
@@ -54,7 +56,7 @@ Result<ReprOptions> options_from_grid_name(std::string_view grid) {
   for (const Representation* r : registry())
     if (auto o = r->from_grid_name(grid)) return *o;
   return invalid_argument("unknown grid '" + std::string(grid) +
-                          "' (expected ternary, int2, int3, int4 or mxfp4; or use --repr)");
+                          "' (expected ternary, int2, int3, int4, mxfp4 or nf4; or use --repr)");
 }
 
 Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options) {

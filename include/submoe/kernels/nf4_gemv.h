@@ -1,0 +1,66 @@
+// Fused decode + matrix-vector / small-batch products straight from NF4
+// (codec/nf4.h, QLoRA / bitsandbytes): Y = W X for B = 1..kMaxKernelBatch
+// tokens with
+//
+//   W[r][c] = kNf4[q[r][c]] * absmax[r][c / block],
+//
+// codes two per byte, the first column in the high nibble. W is never
+// materialized: a row's block absmaxes are decoded once per row (fp32, fp16
+// or QLoRA's double quantization), each 32 columns' codes are looked up in the
+// 16-entry float table in registers (exact: the decoded weights are the
+// reference decoder's floats), and applied to every token, 4 tokens at a time.
+// Scalar, AVX2 and AVX-512 tables, chosen once (best_nf4_gemv_kernels).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "submoe/codec/nf4.h"
+#include "submoe/core/cpu_features.h"
+#include "submoe/core/status.h"
+
+namespace submoe {
+class ThreadPool;
+}
+
+namespace submoe::kernels {
+
+// A validated matrix's storage (nf4::Nf4Matrix), borrowed.
+struct Nf4View {
+  const uint8_t* codes = nullptr;  // [rows, cols / 2]
+  uint32_t rows = 0, cols = 0, block = nf4::kDefaultBlock;
+  nf4::Nf4Scales scales = nf4::Nf4Scales::kF32;
+  const void* absmax = nullptr;     // float, half bits or uint8 codes, [rows * cols / block]
+  const float* absmax2 = nullptr;   // kDq8: [ceil(rows * cols / block / 256)]
+  float offset = 0.0f;              // kDq8
+  static Nf4View of(const nf4::Nf4Matrix& m);
+};
+
+// Row r's absmaxes (cols / block of them) into out, as the reference decoder
+// computes them.
+void nf4_row_absmax(const Nf4View& w, uint32_t r, float* out);
+
+// What one kernel invocation sees: token t's cols activations at
+// x + t * x_stride, its rows results at y + t * y_stride.
+struct Nf4GemmArgs {
+  Nf4View w;
+  const float* x = nullptr;
+  size_t x_stride = 0;
+  uint32_t batch = 1;
+  float* y = nullptr;
+  size_t y_stride = 0;
+};
+using Nf4RowsFn = void (*)(const Nf4GemmArgs& args, uint32_t row_begin, uint32_t row_end);
+
+struct Nf4GemvKernels {
+  Isa isa = Isa::kScalar;
+  Nf4RowsFn rows = nullptr;
+};
+const Nf4GemvKernels& nf4_gemv_kernels(Isa isa);
+const Nf4GemvKernels& best_nf4_gemv_kernels();
+
+// y = W x for args.batch tokens (1..kMaxKernelBatch), rows split across `pool`
+// (may be null); kInvalidArgument on a bad shape, block or stride.
+Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& args, ThreadPool* pool);
+
+}  // namespace submoe::kernels

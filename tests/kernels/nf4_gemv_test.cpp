@@ -1,0 +1,145 @@
+// The NF4 kernels (kernels/nf4_gemv.h) on every ISA this CPU runs, against a
+// float64 product over weights decoded here from the definition (first column
+// in the high nibble; absmax as fp32, fp16 or dq8 = dynamic[q] * absmax2 +
+// offset): every code, the three scale storages, block sizes 32..256, batches
+// 1..9 and 64, odd row counts, strided inputs and outputs, a thread pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "submoe/core/bf16.h"
+#include "submoe/core/thread_pool.h"
+#include "submoe/kernels/nf4_gemv.h"
+
+namespace submoe::kernels {
+namespace {
+
+nf4::Nf4Matrix random_matrix(uint32_t rows, uint32_t cols, uint32_t block, nf4::Nf4Scales scales, std::mt19937& rng) {
+  nf4::Nf4Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.block = block;
+  m.scales = scales;
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> amax(0.01f, 3.0f);
+  m.codes.resize(size_t{rows} * cols / 2);
+  for (auto& b : m.codes) b = static_cast<uint8_t>(byte(rng));
+  const size_t nb = m.blocks();
+  switch (scales) {
+    case nf4::Nf4Scales::kF32:
+      for (size_t b = 0; b < nb; ++b) m.absmax_f32.push_back(b % 7 == 3 ? 0.0f : amax(rng));
+      break;
+    case nf4::Nf4Scales::kF16:
+      for (size_t b = 0; b < nb; ++b) m.absmax_f16.push_back(float_to_f16_bits(amax(rng)));
+      break;
+    case nf4::Nf4Scales::kDq8:
+      for (size_t b = 0; b < nb; ++b) m.absmax_codes.push_back(static_cast<uint8_t>(byte(rng)));
+      for (size_t g = 0; g < nf4::dq8_groups(nb); ++g) m.absmax2.push_back(amax(rng));
+      m.offset = 1.5f;
+      break;
+  }
+  return m;
+}
+
+// W[r][c] from the definition, in float64 except for the stored float32 steps
+// of the absmax (dq8: the product and the sum are float32, as the format says).
+double weight(const nf4::Nf4Matrix& m, uint32_t r, uint32_t c) {
+  const size_t i = size_t{r} * m.cols + c;
+  const uint8_t byte = m.codes[i / 2];
+  const int code = c % 2 == 0 ? byte >> 4 : byte & 15;
+  const size_t b = i / m.block;
+  double a = 0;
+  switch (m.scales) {
+    case nf4::Nf4Scales::kF32: a = m.absmax_f32[b]; break;
+    case nf4::Nf4Scales::kF16: a = f16_bits_to_float(m.absmax_f16[b]); break;
+    case nf4::Nf4Scales::kDq8: {
+      const float p = nf4::kDynamic8[m.absmax_codes[b]] * m.absmax2[b / 256];
+      a = p + m.offset;
+      break;
+    }
+  }
+  return double{nf4::kNf4[code]} * a;
+}
+
+TEST(Nf4Gemv, EveryIsaMatchesAFloat64ProductOnEveryShape) {
+  std::mt19937 rng(41);
+  ThreadPool pool(2);
+  for (Isa isa : testing::supported_isas()) {
+    const Nf4GemvKernels& k = nf4_gemv_kernels(isa);
+    for (auto scales : {nf4::Nf4Scales::kF32, nf4::Nf4Scales::kF16, nf4::Nf4Scales::kDq8}) {
+      for (auto [rows, cols, block] : {std::tuple{1u, 32u, 32u}, {3u, 64u, 64u}, {17u, 192u, 64u}, {9u, 256u, 128u},
+                                       {129u, 512u, 256u}, {70u, 2880u, 64u}}) {
+        for (uint32_t batch : {1u, 2u, 3u, 4u, 5u, 8u, 9u, 64u}) {
+          if (size_t{rows} * cols * batch > (size_t{1} << 22)) continue;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(nf4::scales_name(scales)) + " " +
+                       std::to_string(rows) + "x" + std::to_string(cols) + " block " + std::to_string(block) +
+                       " batch " + std::to_string(batch));
+          const nf4::Nf4Matrix m = random_matrix(rows, cols, block, scales, rng);
+          const size_t xs = cols + 5, ys = rows + 3;  // strided rows of tokens
+          std::vector<float> x(xs * batch), y(ys * batch, -7.0f);
+          std::normal_distribution<float> n01;
+          for (float& v : x) v = n01(rng);
+          ASSERT_TRUE(gemm_nf4(k, {Nf4View::of(m), x.data(), xs, batch, y.data(), ys}, rows > 64 ? &pool : nullptr).is_ok());
+          for (uint32_t t = 0; t < batch; ++t)
+            for (uint32_t r = 0; r < rows; ++r) {
+              double want = 0, mag = 0;
+              for (uint32_t c = 0; c < cols; ++c) {
+                want += weight(m, r, c) * x[t * xs + c];
+                mag += std::abs(weight(m, r, c) * x[t * xs + c]);
+              }
+              ASSERT_NEAR(y[t * ys + r], want, 2e-6 * mag * std::sqrt(double(cols)) + 1e-30) << "row " << r << " token " << t;
+            }
+          for (uint32_t t = 0; t + 1 < batch; ++t)  // the padding between output rows is untouched
+            for (size_t i = rows; i < ys; ++i) ASSERT_EQ(y[t * ys + i], -7.0f);
+        }
+      }
+    }
+  }
+}
+
+TEST(Nf4Gemv, EachCodeDecodesToItsTableValue) {
+  // One row per code: all 32 columns hold it, x = e_c picks column c, so every
+  // ISA's lookup (both nibbles, both table halves) is seen exactly.
+  for (Isa isa : testing::supported_isas()) {
+    nf4::Nf4Matrix m;
+    m.rows = 16;
+    m.cols = 32;
+    m.block = 32;
+    m.scales = nf4::Nf4Scales::kF32;
+    for (int code = 0; code < 16; ++code)
+      for (int j = 0; j < 16; ++j) m.codes.push_back(static_cast<uint8_t>(code * 17));
+    m.absmax_f32.assign(16, 1.0f);
+    for (uint32_t c = 0; c < 32; ++c) {
+      std::vector<float> x(32, 0.0f), y(16);
+      x[c] = 1.0f;
+      ASSERT_TRUE(gemm_nf4(nf4_gemv_kernels(isa), {Nf4View::of(m), x.data(), 32, 1, y.data(), 16}, nullptr).is_ok());
+      for (int code = 0; code < 16; ++code) EXPECT_EQ(y[code], nf4::kNf4[code]) << isa_name(isa) << " column " << c;
+    }
+  }
+}
+
+TEST(Nf4Gemv, BadArgumentsAreRefused) {
+  std::mt19937 rng(1);
+  const nf4::Nf4Matrix m = random_matrix(2, 64, 64, nf4::Nf4Scales::kDq8, rng);
+  std::vector<float> x(128), y(4);
+  const Nf4GemvKernels& k = best_nf4_gemv_kernels();
+  Nf4View v = Nf4View::of(m);
+  EXPECT_TRUE(gemm_nf4(k, {v, x.data(), 64, 1, y.data(), 2}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_nf4(k, {v, x.data(), 64, 0, y.data(), 2}, nullptr).is_ok());
+  EXPECT_FALSE(gemm_nf4(k, {v, x.data(), 32, 2, y.data(), 2}, nullptr).is_ok());
+  Nf4View bad = v;
+  bad.cols = 48;
+  EXPECT_FALSE(gemm_nf4(k, {bad, x.data(), 48, 1, y.data(), 2}, nullptr).is_ok());
+  bad = v;
+  bad.block = 48;
+  EXPECT_FALSE(gemm_nf4(k, {bad, x.data(), 64, 1, y.data(), 2}, nullptr).is_ok());
+  bad = v;
+  bad.absmax2 = nullptr;
+  EXPECT_FALSE(gemm_nf4(k, {bad, x.data(), 64, 1, y.data(), 2}, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace submoe::kernels
