@@ -233,6 +233,13 @@ Result<Nf4Matrix> from_fields(uint32_t rows, uint32_t cols, uint32_t block, Nf4S
       }
       m.offset = load_f32(f.offset, 0);
       if (!std::isfinite(m.offset)) return corrupt_data("nf4: the double-quantization offset is not finite");
+      // Finite parts can still decode to an infinite absmax (absmax2 and the
+      // offset near FLT_MAX): never a weight the kernels would turn into inf.
+      for (size_t b = 0; b < nblocks; ++b)
+        if (!std::isfinite(m.absmax(b)))
+          return corrupt_data("nf4: the double-quantized absmax of row " + std::to_string(b / (cols / block)) +
+                              ", block " + std::to_string(b % (cols / block)) + " decodes to " +
+                              std::to_string(m.absmax(b)));
       break;
     }
   }

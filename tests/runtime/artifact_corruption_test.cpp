@@ -80,7 +80,7 @@ TEST(ArtifactCorruption, BadQuantizationConfigNamesTheKey) {
       {true, [](J& q) { q["quant_method"] = "gptq"; }, "quant_method is 'gptq'", ErrorCode::kUnsupported},
       {true, [](J& q) { q.erase("experts"); }, "quantization_config.experts is missing"},
       {true, [](J& q) { q["experts"] = J::array(); }, "experts must be an object"},
-      {true, [](J& q) { q["experts"]["representation"] = "nf4"; }, "experts.representation 'nf4' is not a representation this reader knows",
+      {true, [](J& q) { q["experts"]["representation"] = "hqq"; }, "experts.representation 'hqq' is not a representation this reader knows",
        ErrorCode::kUnsupported},
       {true, [](J& q) { q["experts"]["representation"] = "ternary"; }, "experts.representation 'ternary'",
        ErrorCode::kUnsupported},  // command-line aliases are not record names

@@ -1,6 +1,7 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
-// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44, IQ4_NL 4.5; through
+// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44, IQ4_NL 4.5 (against submoe's
+// nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
 // a working set of distinct matrices larger than the last-level cache. The shared
@@ -30,6 +31,7 @@
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
 #include "submoe/kernels/mxfp4_gemv.h"
+#include "submoe/kernels/nf4_gemv.h"
 #include "submoe/kernels/rvq_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 #include "submoe/kernels/ternary_kernel_table.h"
@@ -264,6 +266,38 @@ int main(int argc, char** argv) {
                        *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
                        const kernels::Mxfp4View w{mx[i].blocks.data(), mx[i].scales.data(), rows, cols};
                        (void)kernels::gemm_mxfp4_i8(mk, {w, q->data(), cols, qs.get(), 1, y.data(), rows}, &pool);
+                     },
+                     {}});
+  }
+
+  // submoe nf4 (kernels/nf4_gemv.h), QLoRA's layout: random codes, absmax
+  // blocks of 64 double-quantized (4.127 bits), f32 activations; against
+  // llama.cpp's IQ4_NL (its non-uniform 4-bit type, 4.5 bits).
+  std::vector<nf4::Nf4Matrix> nf;
+  const kernels::Nf4GemvKernels& nk = kernels::best_nf4_gemv_kernels();
+  if (cols % 64 == 0) {
+    std::mt19937 nrng(6);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> amax(0.01f, 0.05f);
+    nf4::Nf4Matrix proto;
+    proto.rows = rows;
+    proto.cols = cols;
+    proto.block = 64;
+    proto.scales = nf4::Nf4Scales::kDq8;
+    const uint32_t count = matrices_for(size_t{rows} * cols / 2 + proto.blocks() * 1, llc);
+    for (uint32_t i = 0; i < count; ++i) {
+      nf4::Nf4Matrix m = proto;
+      m.codes.resize(size_t{rows} * cols / 2);
+      for (auto& v : m.codes) v = static_cast<uint8_t>(byte(nrng));
+      std::vector<float> absmax(m.blocks());
+      for (float& a : absmax) a = amax(nrng);
+      nf4::double_quantize(absmax, &m);
+      nf.push_back(std::move(m));
+    }
+    const double bpw = 8.0 * static_cast<double>(nf[0].bytes()) / (static_cast<double>(rows) * cols);
+    timed.push_back({"submoe nf4 (dq8), f32 activations", bpw, count, [&](uint32_t i) {
+                       (void)kernels::gemm_nf4(nk, {kernels::Nf4View::of(nf[i]), x.data(), cols, 1, y.data(), rows},
+                                               &pool);
                      },
                      {}});
   }

@@ -73,8 +73,8 @@ struct Nf4Matrix {
 inline size_t dq8_groups(size_t blocks) { return (blocks + kDq8Group - 1) / kDq8Group; }
 
 // Copies and validates untrusted field bytes: sizes; kF32/kF16 absmaxes finite
-// and >= 0; kDq8 absmax2 finite and >= 0, offset finite. Every 4-bit code and
-// every 8-bit absmax code is valid.
+// and >= 0; kDq8 absmax2 finite and >= 0, offset finite, every decoded absmax
+// finite. Every 4-bit code and every 8-bit absmax code is valid.
 struct Nf4Fields {
   std::span<const uint8_t> codes;
   std::span<const uint8_t> absmax;   // f32, f16 or u8 bytes, by scales
