@@ -1,27 +1,27 @@
-// The portable NF4 rows: each 32 columns' codes decoded to floats once, then
-// dotted with every token in column order.
+// The portable NF4 rows: each 32 columns' codes decoded to floats once (the
+// even columns, then the odd ones, as x arrives), then dotted with every token.
 #include "nf4_gemv_internal.h"
 
 namespace submoe::kernels::detail {
 
 void nf4_rows_scalar(const Nf4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
-  const uint32_t cols = a.w.cols, chunks = cols / 32;
+  const uint32_t cols = a.w.cols, chunks = cols / 32, per_block = a.w.block / 32;
   float w[32];
   for (uint32_t r = row_begin; r < row_end; ++r) {
     const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
-    const float* s = nf4_chunk_absmax(a.w, r);
+    const float* s = nf4_block_absmax(a.w, r);
     for (uint32_t t = 0; t < a.batch; ++t) a.y[t * a.y_stride + r] = 0.0f;
     for (uint32_t k = 0; k < chunks; ++k) {
       for (uint32_t j = 0; j < 16; ++j) {
         const uint8_t byte = codes[k * 16 + j];
-        w[2 * j] = nf4::kNf4[byte >> 4];
-        w[2 * j + 1] = nf4::kNf4[byte & 0xF];
+        w[j] = nf4::kNf4[byte >> 4];        // column 2j
+        w[16 + j] = nf4::kNf4[byte & 0xF];  // column 2j + 1
       }
       for (uint32_t t = 0; t < a.batch; ++t) {
         const float* x = a.x + t * a.x_stride + size_t{k} * 32;
         float dot = 0.0f;
         for (uint32_t j = 0; j < 32; ++j) dot += w[j] * x[j];
-        a.y[t * a.y_stride + r] += dot * s[k];
+        a.y[t * a.y_stride + r] += dot * s[k / per_block];  // (the reference: no hurry)
       }
     }
   }

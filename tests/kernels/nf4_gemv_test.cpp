@@ -33,7 +33,9 @@ nf4::Nf4Matrix random_matrix(uint32_t rows, uint32_t cols, uint32_t block, nf4::
       for (size_t b = 0; b < nb; ++b) m.absmax_f32.push_back(b % 7 == 3 ? 0.0f : amax(rng));
       break;
     case nf4::Nf4Scales::kF16:
-      for (size_t b = 0; b < nb; ++b) m.absmax_f16.push_back(float_to_f16_bits(amax(rng)));
+      // Subnormal halves too (below 2^-14), and the largest finite one.
+      for (size_t b = 0; b < nb; ++b)
+        m.absmax_f16.push_back(b % 5 == 2 ? static_cast<uint16_t>(1 + b % 1023) : b % 11 == 4 ? 0x7BFF : float_to_f16_bits(amax(rng)));
       break;
     case nf4::Nf4Scales::kDq8:
       for (size_t b = 0; b < nb; ++b) m.absmax_codes.push_back(static_cast<uint8_t>(byte(rng)));

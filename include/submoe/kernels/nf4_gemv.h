@@ -9,6 +9,9 @@
 // or QLoRA's double quantization), each 32 columns' codes are looked up in the
 // 16-entry float table in registers (exact: the decoded weights are the
 // reference decoder's floats), and applied to every token, 4 tokens at a time.
+// The activations are de-interleaved once per call (each 32 columns: the even
+// ones, then the odd ones), so that a byte's two nibbles index the table
+// straight from its lane, without putting the weights back in column order.
 // Scalar, AVX2 and AVX-512 tables, chosen once (best_nf4_gemv_kernels).
 #pragma once
 
@@ -50,6 +53,8 @@ struct Nf4GemmArgs {
   float* y = nullptr;
   size_t y_stride = 0;
 };
+// The row kernels see x de-interleaved (x_stride = cols): for each 32-column
+// chunk k, x[32k + j] is column 32k + 2j and x[32k + 16 + j] column 32k + 2j + 1.
 using Nf4RowsFn = void (*)(const Nf4GemmArgs& args, uint32_t row_begin, uint32_t row_end);
 
 struct Nf4GemvKernels {
