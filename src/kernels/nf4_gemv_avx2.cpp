@@ -2,8 +2,9 @@
 // an index's low 3 bits, so each lookup takes both halves of the 16-entry
 // float table and the nibble's bit 3, shifted into the sign bit, picks one
 // (blendv). The lanes shifted right by 4 give the even columns (high nibbles),
-// the lanes themselves the odd ones; x arrives de-interleaved to match. Each
-// token takes 4 FMAs and one FMA by the block's absmax; tokens go 4 at a time.
+// the lanes themselves the odd ones; x arrives de-interleaved to match. The
+// table is scaled by the block's absmax once per block, so each token takes 4
+// FMAs per 32 weights; tokens go 4 at a time.
 #include <immintrin.h>
 
 #include "avx2_reduce.h"
@@ -37,24 +38,30 @@ void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
   const uint32_t cols = a.w.cols, blocks = cols / a.w.block, per_block = a.w.block / 32;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
   const float* s = nf4_block_absmax(a.w, r);
-  const __m256 low = _mm256_loadu_ps(nf4::kNf4), high = _mm256_loadu_ps(nf4::kNf4 + 8);
-  __m256 acc[kTokens];
-  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256 nf4_low = _mm256_loadu_ps(nf4::kNf4), nf4_high = _mm256_loadu_ps(nf4::kNf4 + 8);
+  // Four independent accumulators per token (one FMA chain would bound a
+  // token by the FMA latency).
+  __m256 acc[kTokens][4];
+  for (int t = 0; t < kTokens; ++t)
+    for (int i = 0; i < 4; ++i) acc[t][i] = _mm256_setzero_ps();
   for (uint32_t b = 0, k = 0; b < blocks; ++b) {
+    // The block's weight values NF4[q] x absmax (the reference decoder's floats).
     const __m256 scale = _mm256_set1_ps(s[b]);
+    const __m256 low = _mm256_mul_ps(nf4_low, scale), high = _mm256_mul_ps(nf4_high, scale);
     for (uint32_t end = k + per_block; k < end; ++k) {
       const Chunk w = decode_chunk(codes + k * 16, low, high);
       for (int t = 0; t < kTokens; ++t) {
         const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{k} * 32;
-        __m256 d = _mm256_mul_ps(w.even0, _mm256_loadu_ps(x));
-        d = _mm256_fmadd_ps(w.even1, _mm256_loadu_ps(x + 8), d);
-        d = _mm256_fmadd_ps(w.odd0, _mm256_loadu_ps(x + 16), d);
-        d = _mm256_fmadd_ps(w.odd1, _mm256_loadu_ps(x + 24), d);
-        acc[t] = _mm256_fmadd_ps(d, scale, acc[t]);
+        acc[t][0] = _mm256_fmadd_ps(w.even0, _mm256_loadu_ps(x), acc[t][0]);
+        acc[t][1] = _mm256_fmadd_ps(w.even1, _mm256_loadu_ps(x + 8), acc[t][1]);
+        acc[t][2] = _mm256_fmadd_ps(w.odd0, _mm256_loadu_ps(x + 16), acc[t][2]);
+        acc[t][3] = _mm256_fmadd_ps(w.odd1, _mm256_loadu_ps(x + 24), acc[t][3]);
       }
     }
   }
-  for (int t = 0; t < kTokens; ++t) a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = hsum(acc[t]);
+  for (int t = 0; t < kTokens; ++t)
+    a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] =
+        hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // (one byte each); vpermps reads only an index's low 4 bits, so the lanes
 // shifted right by 4 look up the even columns (high nibbles) and the lanes
 // themselves the odd ones (low nibbles) in the 16-entry float table held in
-// one register: 3 shuffles per 32 weights. x arrives de-interleaved to match.
-// Each token takes 2 FMAs and one FMA by the block's absmax; tokens go 4 at a
-// time so the decoded weights are reused from registers.
+// one register, scaled by the block's absmax once per block: 3 shuffles per 32
+// weights. x arrives de-interleaved to match. Each token takes 2 FMAs per 32
+// weights; tokens go 4 at a time so the decoded weights are reused from
+// registers.
 #include <immintrin.h>
 
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
@@ -17,28 +18,46 @@
 namespace submoe::kernels::detail {
 namespace {
 
+// The 32 weights of chunk k (codes at `bytes`) times each token's x, into the
+// accumulators `even` / `odd` of each token.
+template <int kTokens, int kEven, int kOdd>
+inline void chunk_tokens(const Nf4GemmArgs& a, uint32_t t0, uint32_t k, const uint8_t* bytes, __m512 table,
+                         __m512 (&acc)[kTokens][4]) {
+  const __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  const __m512 even = _mm512_permutexvar_ps(_mm512_srli_epi32(lanes, 4), table);
+  const __m512 odd = _mm512_permutexvar_ps(lanes, table);
+  for (int t = 0; t < kTokens; ++t) {
+    const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{k} * 32;
+    acc[t][kEven] = _mm512_fmadd_ps(even, _mm512_loadu_ps(x), acc[t][kEven]);
+    acc[t][kOdd] = _mm512_fmadd_ps(odd, _mm512_loadu_ps(x + 16), acc[t][kOdd]);
+  }
+}
+
 template <int kTokens>
 void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
   const uint32_t cols = a.w.cols, blocks = cols / a.w.block, per_block = a.w.block / 32;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
   const float* s = nf4_block_absmax(a.w, r);
-  const __m512 table = _mm512_loadu_ps(nf4::kNf4);
-  __m512 acc[kTokens];
-  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512 nf4_table = _mm512_loadu_ps(nf4::kNf4);
+  // Four independent accumulators per token (even / odd columns of even / odd
+  // chunks): a single FMA chain would bound a token by the FMA latency.
+  __m512 acc[kTokens][4];
+  for (int t = 0; t < kTokens; ++t)
+    for (int i = 0; i < 4; ++i) acc[t][i] = _mm512_setzero_ps();
   for (uint32_t b = 0, k = 0; b < blocks; ++b) {
-    const __m512 scale = _mm512_set1_ps(s[b]);
-    for (uint32_t end = k + per_block; k < end; ++k) {
-      const __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k * 16)));
-      const __m512 even = _mm512_permutexvar_ps(_mm512_srli_epi32(lanes, 4), table);
-      const __m512 odd = _mm512_permutexvar_ps(lanes, table);
-      for (int t = 0; t < kTokens; ++t) {
-        const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{k} * 32;
-        const __m512 d = _mm512_fmadd_ps(odd, _mm512_loadu_ps(x + 16), _mm512_mul_ps(even, _mm512_loadu_ps(x)));
-        acc[t] = _mm512_fmadd_ps(d, scale, acc[t]);
-      }
+    // The block's 16 weight values NF4[q] x absmax (the reference decoder's
+    // floats, bit for bit), so each token needs 2 FMAs per 32 weights.
+    const __m512 table = _mm512_mul_ps(nf4_table, _mm512_set1_ps(s[b]));
+    const uint32_t end = k + per_block;
+    for (; k + 2 <= end; k += 2) {
+      chunk_tokens<kTokens, 0, 1>(a, t0, k, codes + k * 16, table, acc);
+      chunk_tokens<kTokens, 2, 3>(a, t0, k + 1, codes + (k + 1) * 16, table, acc);
     }
+    if (k < end) chunk_tokens<kTokens, 0, 1>(a, t0, k, codes + k * 16, table, acc), ++k;
   }
-  for (int t = 0; t < kTokens; ++t) a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(acc[t]);
+  for (int t = 0; t < kTokens; ++t)
+    a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
 }  // namespace
