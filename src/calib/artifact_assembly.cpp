@@ -43,7 +43,11 @@ json quantization_config(const CompressOptions& o, const AssemblyInputs& in, con
   q["quant_method"] = std::string(artifact::kQuantMethod);
   q["format_version"] = records.dense.empty() ? artifact::kDenseBf16FormatVersion : artifact::kArtifactFormatVersion;
   q["representations"] = json::array();
-  for (const auto& c : records.codecs) q["representations"].push_back(c->record());
+  q["contracts"] = json::array();
+  for (const auto& c : records.codecs) {
+    q["representations"].push_back(c->record());
+    q["contracts"].push_back(c->contract().to_json());
+  }
   if (!in.records.empty()) {
     json m = json::array();
     for (const auto& layer : in.records) {

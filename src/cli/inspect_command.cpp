@@ -256,6 +256,11 @@ void print_json(const Inspection& in, const InspectOptions& opt) {
     nlohmann::ordered_json records = nlohmann::ordered_json::array();
     for (const auto& c : in.artifact->codecs()) records.push_back(nlohmann::ordered_json::parse(c->record().dump()));
     qj["representations"] = std::move(records);
+    nlohmann::ordered_json contracts = nlohmann::ordered_json::array();
+    for (const auto& c : in.artifact->codecs())
+      contracts.push_back(nlohmann::ordered_json::parse(c->contract().to_json().dump()));
+    qj["contracts"] = std::move(contracts);
+    qj["contracts_recorded"] = !q.contracts.empty();
     qj["expert_matrices"] = in.expert_matrices;
     qj["expert_weights"] = in.expert_weights;
     qj["expert_packed_bytes"] = in.expert_packed_bytes;
@@ -355,6 +360,22 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
               << " weights in " << human_bytes(in.expert_packed_bytes) << " = " << bpw << " bits/weight";
     if (in.dictionary_bytes) std::cout << " (+ shared tensors " << human_bytes(in.dictionary_bytes) << ")";
     std::cout << "\n               (the parameter counts above count the packed experts' stored elements)\n";
+    // Each record's contract (runtime/repr_contract.h): checked against this build on open when recorded.
+    const auto& codecs = in.artifact->codecs();
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      const runtime::ReprContract k = codecs[i]->contract();
+      std::cout << (i == 0 ? "contracts:     " : "               ") << "[" << i << "] " << k.family << ", "
+                << (k.vector_axis == "none" ? std::string("scalar codes")
+                                            : "vectors of " + (k.vector_dim ? std::to_string(k.vector_dim) : std::string("variable length")) +
+                                                  " along the " + k.vector_axis)
+                << ", sparse " << k.sparse_semantics << ", kernel " << k.required_kernel << " v" << k.decoder_version
+                << ", " << k.op.input << " x " << k.op.decoded_operand << " (scale " << k.op.scale << ") -> "
+                << k.op.epilogue << ", accumulate " << k.op.accumulator;
+      if (k.input_transform != "none") std::cout << ", input " << k.input_transform;
+      if (k.output_transform != "none") std::cout << ", output " << k.output_transform;
+      std::cout << (q.contracts.empty() ? " (not recorded: written before contracts)" : ", recorded and verified")
+                << "\n               " << k.packing_layout << "\n";
+    }
     const auto classes = in.ledger.is_object() ? in.ledger.find("dense_classes") : in.ledger.end();
     if (in.ledger.is_object() && classes != in.ledger.end() && classes->is_object()) {
       std::cout << "dense weights:\n";

@@ -61,6 +61,8 @@ Status Artifact::make_codecs() {
   for (size_t i = 0; i < quant_.representations.size(); ++i) {
     SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const MatrixCodec> c,
                             codec_from_record(quant_.representations[i], quant_.record_paths[i], lookup));
+    if (!quant_.contracts.empty())  // what the writer recorded must be what this build executes
+      SUBMOE_RETURN_IF_ERROR(check_contract(quant_.contracts[i], c->contract(), quant_.contract_paths[i]));
     for (const PackedTensor& t : c->shared_tensors()) {
       if (shared.insert(t.name).second) shared_bytes_ += t.bytes.size();
       codec_tensors_.insert(t.name);

@@ -49,6 +49,12 @@ Result<double> get_number(const json& o, const char* key, const Keys& k) {
   return v.get<double>();
 }
 
+// A key's path without the file name ("quantization_config.representations[0]"):
+// the opener adds the file once when it reports an error of a record.
+std::string relative_path(const Keys& k, const std::string& where) {
+  return "quantization_config" + where.substr(k.prefix.size());
+}
+
 // Version 2: "representations" (non-empty array of records) and the optional
 // "expert_matrices" ([layer][expert] -> [gate, up, down] record indices).
 Status parse_representations(const json& qc, const Keys& k, QuantizationConfig* q) {
@@ -59,7 +65,20 @@ Status parse_representations(const json& qc, const Keys& k, QuantizationConfig* 
     const std::string where = k.prefix + ".representations[" + std::to_string(i) + "]";
     if (!reprs[i].is_object()) return corrupt_data(where + " must be an object, got " + io::json_type_name(reprs[i]));
     q->representations.push_back(reprs[i]);
-    q->record_paths.push_back(where);
+    q->record_paths.push_back(relative_path(k, where));
+  }
+  if (qc.contains("contracts")) {  // one per record (runtime/repr_contract.h); checked when the codecs are made
+    const json& c = qc.at("contracts");
+    if (!c.is_array() || c.size() != reprs.size())
+      return corrupt_data(k.prefix + ".contracts must be an array of " + std::to_string(reprs.size()) +
+                          " objects (one per representation record), got " +
+                          (c.is_array() ? std::to_string(c.size()) + " entries" : io::json_type_name(c)));
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string where = k.prefix + ".contracts[" + std::to_string(i) + "]";
+      if (!c[i].is_object()) return corrupt_data(where + " must be an object, got " + io::json_type_name(c[i]));
+      q->contracts.push_back(c[i]);
+      q->contract_paths.push_back(relative_path(k, where));
+    }
   }
   if (!qc.contains("expert_matrices")) return Status::ok();
   const json& m = qc.at("expert_matrices");
@@ -167,7 +186,7 @@ Result<QuantizationConfig> parse_quantization_config(std::string_view config_jso
     const json& experts = qc.at("experts");
     if (!experts.is_object()) return k.type("experts", "an object", experts);
     q.representations.push_back(experts);
-    q.record_paths.push_back(k.prefix + ".experts");
+    q.record_paths.push_back("quantization_config.experts");
   } else {
     SUBMOE_RETURN_IF_ERROR(parse_representations(qc, k, &q));
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nf4 through the binary on the embedded default model: compress --repr nf4
 # (GPTQ, dq8 absmax) writes a verified artifact whose inspect line and ledger
-# say 4.127 bits; eval's fused kernels agree with the reference decoder and
+# say 4.127 bits and whose recorded contract is verified; eval's fused kernels agree with the reference decoder and
 # paging gives the same nll; held-out nll stays within 0.01 nats of bf16;
 # --repr-opt scales=fp16 --group-size 128 --method rtn writes 4.125 bits;
 # run and trace work on it; bench gemv --repr nf4 reports the bits; bad
@@ -25,7 +25,8 @@ rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/nf4" 
   --repr nf4 --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr nf4: $rc: $out"
 info=$("$bin" inspect "$work/nf4" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"
-for want in "nf4 (block 64, dq8 absmax, 4.127 bits), gptq, grid nf4-g64-dq8" "= 4.127 bits/weight"; do
+for want in "nf4 (block 64, dq8 absmax, 4.127 bits), gptq, grid nf4-g64-dq8" "= 4.127 bits/weight" \
+  "contracts:     [0] scalar-lut, scalar codes, sparse none, kernel nf4_gemv v1" "recorded and verified"; do
   grep -qF -- "$want" <<<"$info" && echo "ok   inspect: $want" || fail "inspect lacks '$want': $info"
 done
 ( check_eval_paths "$bin" "$work/nf4" "$text" "nf4 dq8" ) || fails=$((fails + 1))

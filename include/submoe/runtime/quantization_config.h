@@ -29,8 +29,14 @@ struct QuantizationConfig {
   // registry entry when the artifact opens (runtime/representation.h):
   // version 1's single "experts" object, or version 2's "representations".
   std::vector<nlohmann::json> representations;
-  // Where each record sits, for messages ("<file>: quantization_config.experts").
+  // Where each record sits, for messages ("quantization_config.representations[0]";
+  // the opener prefixes the file).
   std::vector<std::string> record_paths;
+  // Version 2+'s optional "contracts": one object per record (the writer's
+  // ReprContract, runtime/repr_contract.h), checked against this build's codec
+  // when the artifact opens; empty for artifacts written before them.
+  std::vector<nlohmann::json> contracts;
+  std::vector<std::string> contract_paths;
   // Version 2's "expert_matrices": [layer][expert] -> indices; layers without
   // routed experts hold an empty array. Empty: every matrix uses record 0.
   std::vector<std::vector<ExpertMatrixReprs>> expert_matrices;

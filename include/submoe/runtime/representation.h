@@ -37,6 +37,7 @@
 #include "submoe/model/linear_op.h"
 #include "submoe/quant/block_quantizer.h"
 #include "submoe/runtime/compressed_linear.h"
+#include "submoe/runtime/repr_contract.h"
 
 namespace submoe::runtime {
 
@@ -98,6 +99,9 @@ class MatrixCodec {
   virtual std::string summary() const = 0;
   // The grid name of the provenance, e.g. "ternary", "int4-g128".
   virtual std::string grid_name() const = 0;
+  // What a loader must know to execute these matrices (runtime/repr_contract.h);
+  // recorded beside the record and checked on open.
+  virtual ReprContract contract() const = 0;
 
   // Whether matrices of this shape can be stored (the loader's check); the
   // message names the constraint.

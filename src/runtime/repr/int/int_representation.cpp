@@ -70,6 +70,15 @@ class IntCodec final : public MatrixCodec {
   std::string grid_name() const override {
     return quant::GridSpec::integer(static_cast<int>(bits_), group_size_).name();
   }
+  ReprContract contract() const override {
+    ReprContract c;
+    c.family = "scalar-affine";
+    c.packing_layout = "int-lsb-bitstream-v1: qweight u8 [rows, row_bytes], codes LSB-first, rows 32-bit padded; "
+                       "scales f16 and zeros u8 [rows, groups]";
+    c.required_kernel = "int_gemv";
+    c.op.scale = "f16";
+    return c;
+  }
   Status check_shape(uint32_t rows, uint32_t cols) const override {
     if (rows == 0 || cols == 0) return invalid_argument("int: empty matrix");
     return Status::ok();  // the format allows a partial last group

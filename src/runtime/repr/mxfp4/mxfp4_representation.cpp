@@ -71,6 +71,15 @@ class Mxfp4Codec final : public MatrixCodec {
   nlohmann::json record() const override { return {{"representation", std::string(kName)}}; }
   std::string summary() const override { return "mxfp4 (FP4 E2M1, E8M0 scale per 32, 4.25 bits)"; }
   std::string grid_name() const override { return "mxfp4"; }
+  ReprContract contract() const override {
+    ReprContract c;
+    c.family = "scalar-fp-microscaling";
+    c.packing_layout = "ocp-mxfp4-v1: blocks u8 [rows, cols/2] E2M1, even column in the low nibble; scales u8 "
+                       "[rows, cols/32] E8M0";
+    c.required_kernel = "mxfp4_gemv";
+    c.op.scale = "e8m0";
+    return c;
+  }
   Status check_shape(uint32_t rows, uint32_t cols) const override { return mxfp4::check_shape(rows, cols); }
   std::vector<FieldSpec> fields(uint32_t rows, uint32_t cols) const override {
     const auto r = static_cast<int64_t>(rows);

@@ -132,6 +132,17 @@ class Nf4Codec final : public MatrixCodec {
   std::string grid_name() const override {
     return "nf4-g" + std::to_string(p_.block) + "-" + std::string(nf4::scales_name(p_.scales));
   }
+  ReprContract contract() const override {
+    ReprContract c;
+    c.family = "scalar-lut";
+    c.packing_layout = "bnb-nf4-v1: codes u8 [rows, cols/2], first column in the high nibble, NF4 table; absmax "
+                       "per block of block_size columns";
+    c.required_kernel = "nf4_gemv";
+    c.op.scale = p_.scales == nf4::Nf4Scales::kF32   ? "f32"
+                 : p_.scales == nf4::Nf4Scales::kF16 ? "f16"
+                                                      : "dq8 (u8 dynamic map, f32 absmax2 per 256 blocks, f32 offset)";
+    return c;
+  }
   Status check_shape(uint32_t rows, uint32_t cols) const override { return nf4::check_shape(rows, cols, p_.block); }
   std::vector<FieldSpec> fields(uint32_t rows, uint32_t cols) const override {
     const auto r = static_cast<int64_t>(rows), nb = static_cast<int64_t>(cols / p_.block);

@@ -129,6 +129,21 @@ class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<R
     std::snprintf(buf, sizeof buf, "rvq%.1f", p_.stages * rvq::kRvqBitsPerStage);
     return buf;
   }
+  ReprContract contract() const override {
+    ReprContract c;
+    c.family = "residual-vq";
+    c.vector_axis = "input";
+    c.vector_dim = rvq::kRvqDim;
+    if (p_.rht) {
+      c.input_transform = "rht (x -> T_i x, seeds in rht_seeds)";
+      c.output_transform = "rht-transpose (y -> T_o^T y)";
+    }
+    c.packing_layout = "rvq-v1: codes u8 [rows, cols/16, stages] into shared f32 [stages, 256, 16] codebooks; "
+                       "scales f16 [rows]";
+    c.required_kernel = "rvq_gemv";
+    c.op.scale = "f16";
+    return c;
+  }
   Status check_shape(uint32_t rows, uint32_t cols) const override {
     if (rows == 0 || cols == 0 || cols % rvq::kRvqDim != 0)
       return invalid_argument("rvq codes 16-weight subvectors along the input axis: " + std::to_string(cols) +

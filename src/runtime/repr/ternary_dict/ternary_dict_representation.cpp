@@ -101,6 +101,18 @@ class TernaryDictCodec final : public MatrixCodec {
     return buf;
   }
   std::string grid_name() const override { return "ternary"; }
+  ReprContract contract() const override {
+    ReprContract c;
+    c.family = "dictionary-ternary";
+    c.vector_axis = "input";
+    c.vector_dim = 0;  // entries cover variable runs of trits
+    c.packing_layout = "qmoe-dict-v1: codes u16 into the shared u64 [65536] dictionary, row_offsets i32 [rows+1], "
+                       "scales bf16 [rows, 2] (w_min, w_max)";
+    c.required_kernel = "ternary_dict_gemv";
+    c.op.decoded_operand = "ternary {w_min, 0, w_max}";
+    c.op.scale = "bf16";
+    return c;
+  }
   Status check_shape(uint32_t rows, uint32_t cols) const override {
     if (rows == 0 || cols == 0) return invalid_argument("ternary_dict: empty matrix");
     return Status::ok();
