@@ -254,7 +254,7 @@ TEST(QuantizationConfigParse, TernaryAndIntSummaries) {
   ASSERT_EQ(t->representations.size(), 1u);
   EXPECT_EQ(t->representations[0]["representation"], "ternary_dict");
   EXPECT_EQ(t->representations[0]["code"], "tunstall");
-  EXPECT_EQ(t->record_paths[0], "config.json: quantization_config.experts");
+  EXPECT_EQ(t->record_paths[0], "quantization_config.experts");
   EXPECT_TRUE(t->expert_matrices.empty());
   EXPECT_EQ(t->damp, 0.01);
   EXPECT_EQ(t->expert_group, 8);
