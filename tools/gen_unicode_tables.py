@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Generate src/io/unicode_tables.inc: the Unicode data submoe's tokenizer needs.
 
-  - general-category classes (letter, decimal digit, letter number, other number,
-    mark, connector punctuation) as sorted runs, for the pre-tokenizer regexes'
-    \\p{L} and \\p{N} and the \\w of added tokens' single_word flag;
+  - general-category classes (the five letter categories Lu Ll Lt Lm Lo, decimal
+    digit, letter number, other number, mark, connector punctuation) as sorted
+    runs, for the pre-tokenizer regexes' \\p{L}, \\p{N}, \\p{Lu}... and \\p{M}
+    and the \\w of added tokens' single_word flag;
   - canonical combining classes as sorted runs;
   - full canonical decompositions (Hangul syllables excluded: they are algorithmic);
   - primary composites (canonical pairs that NFC recomposes).
@@ -31,10 +32,16 @@ UNICODE_VERSION = "16.0.0"
 MAX_CP = 0x110000
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
-# Must match enum class CharClass in src/io/unicode_props.h.
-CLASS_OTHER, CLASS_LETTER, CLASS_DIGIT, CLASS_LETTER_NUMBER, CLASS_OTHER_NUMBER, CLASS_MARK, \
-    CLASS_CONNECTOR = range(7)
-CATEGORY_CLASS = {"Nd": CLASS_DIGIT, "Nl": CLASS_LETTER_NUMBER, "No": CLASS_OTHER_NUMBER,
+# Must match enum class CharClass in src/io/unicode_props.h. The letters keep
+# their general category (o200k's pre-tokenizer regex tells Lu/Lt from Ll and
+# Lm/Lo from both).
+CLASS_OTHER, CLASS_LETTER_OTHER, CLASS_DIGIT, CLASS_LETTER_NUMBER, CLASS_OTHER_NUMBER, CLASS_MARK, \
+    CLASS_CONNECTOR, CLASS_LETTER_UPPER, CLASS_LETTER_LOWER, CLASS_LETTER_TITLE, CLASS_LETTER_MODIFIER = range(11)
+LETTER_CLASSES = (CLASS_LETTER_OTHER, CLASS_LETTER_UPPER, CLASS_LETTER_LOWER, CLASS_LETTER_TITLE,
+                  CLASS_LETTER_MODIFIER)
+CATEGORY_CLASS = {"Lo": CLASS_LETTER_OTHER, "Lu": CLASS_LETTER_UPPER, "Ll": CLASS_LETTER_LOWER,
+                  "Lt": CLASS_LETTER_TITLE, "Lm": CLASS_LETTER_MODIFIER,
+                  "Nd": CLASS_DIGIT, "Nl": CLASS_LETTER_NUMBER, "No": CLASS_OTHER_NUMBER,
                   "Mn": CLASS_MARK, "Mc": CLASS_MARK, "Me": CLASS_MARK, "Pc": CLASS_CONNECTOR}
 
 # Unicode White_Space property (PropList.txt); Oniguruma's \s and Rust's
@@ -46,10 +53,7 @@ WHITE_SPACE = [0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680] + \
 def char_class(cp):
     if 0xD800 <= cp <= 0xDFFF:
         return CLASS_OTHER
-    cat = ud.category(chr(cp))
-    if cat[0] == "L":
-        return CLASS_LETTER
-    return CATEGORY_CLASS.get(cat, CLASS_OTHER)
+    return CATEGORY_CLASS.get(ud.category(chr(cp)), CLASS_OTHER)
 
 
 def runs(values):
@@ -164,11 +168,18 @@ def verify_with_tokenizers(class_runs):
     for i, (start, value) in enumerate(class_runs):
         end = class_runs[i + 1][0] if i + 1 < len(class_runs) else MAX_CP
         classes[start:end] = [value] * (end - start)
-    letters = {c for c in cps if classes[c] == CLASS_LETTER}
+    letters = {c for c in cps if classes[c] in LETTER_CLASSES}
     numbers = {c for c in cps if classes[c] in (CLASS_DIGIT, CLASS_LETTER_NUMBER, CLASS_OTHER_NUMBER)}
     ok = True
+    by = lambda *cls: {c for c in cps if classes[c] in cls}
     for name, ours, pattern in (("\\p{L}", letters, r"\p{L}"), ("\\p{N}", numbers, r"\p{N}"),
-                                ("\\s", set(WHITE_SPACE), r"\s")):
+                                ("\\s", set(WHITE_SPACE), r"\s"),
+                                ("\\p{Lu}", by(CLASS_LETTER_UPPER), r"\p{Lu}"),
+                                ("\\p{Ll}", by(CLASS_LETTER_LOWER), r"\p{Ll}"),
+                                ("\\p{Lt}", by(CLASS_LETTER_TITLE), r"\p{Lt}"),
+                                ("\\p{Lm}", by(CLASS_LETTER_MODIFIER), r"\p{Lm}"),
+                                ("\\p{Lo}", by(CLASS_LETTER_OTHER), r"\p{Lo}"),
+                                ("\\p{M}", by(CLASS_MARK), r"\p{M}")):
         theirs = matched(pattern)
         diff = sorted(ours ^ theirs)
         print("%s: %d code points, %d differ%s" % (name, len(ours), len(diff),

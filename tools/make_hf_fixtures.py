@@ -58,6 +58,13 @@ QWEN2_SPLIT_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
                      r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
+# GPT-OSS's tokenizer.json (tiktoken's o200k pattern).
+O200K_SPLIT_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+                     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+                     r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|"
+                     r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
 def die(msg: str) -> "NoReturn":  # type: ignore[name-defined]
     print(f"error: {msg}", file=sys.stderr)
     sys.exit(2)
@@ -101,6 +108,8 @@ TOKENIZER_STYLES = {
     # Llama / Mistral / Mixtral (SentencePiece converted) style: Prepend+Replace("▁") normalizer,
     # BPE with byte_fallback, <unk>/<s>/</s>, <0x00>..<0xFF>, BOS added by the post-processor.
     "llama_sp_bpe": dict(large=1024, small=400, alphabet=(100, 60)),
+    # GPT-OSS (o200k_harmony) style: no normalizer, Split(o200k regex) + ByteLevel(use_regex=false).
+    "o200k_bytelevel": dict(large=1024, small=340, alphabet=None),
 }
 TOKENIZER_TRAIN_BYTES = 300_000
 
@@ -160,6 +169,26 @@ def build_tokenizer(style: str, size: str):
         tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
                                 for t in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]])
         hf = dict(bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                  unk_token=None)
+        return tok, hf
+
+    if style == "o200k_bytelevel":
+        tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(O200K_SPLIT_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ])
+        tok.decoder = decoders.ByteLevel()
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2,
+                                      show_progress=False, special_tokens=[],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.train_from_iterator(texts, trainer=trainer)
+        # the harmony format's control tokens, appended after the BPE vocab as in GPT-OSS
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t in ["<|startoftext|>", "<|endoftext|>", "<|start|>", "<|end|>",
+                                          "<|message|>", "<|channel|>", "<|return|>"]])
+        hf = dict(bos_token="<|startoftext|>", eos_token="<|return|>", pad_token="<|endoftext|>",
                   unk_token=None)
         return tok, hf
 
@@ -231,6 +260,7 @@ def tokenizer_test_strings(style: str) -> list[str]:
         "qwen2_bytelevel": dict(BOS="<|im_start|>", EOS="<|im_end|>", X="<|endoftext|>",
                                 Y="<|im_start|>"),
         "llama_sp_bpe": dict(BOS="<s>", EOS="</s>", X="[INST]", Y="[/INST]"),
+        "o200k_bytelevel": dict(BOS="<|start|>", EOS="<|end|>", X="<|message|>", Y="<|channel|>"),
     }[style]
     base = [
         "", " ", "  ", "   ", "\t", "\n", "\r\n", "\n\n", " \n ", "\t\t\n", "\r",
@@ -305,11 +335,11 @@ def tokenizer_test_strings(style: str) -> list[str]:
     return res
 
 
-def make_tokenizer_goldens(out_root: Path, versions: dict) -> None:
-    """Train the three tokenizer styles, save them and their encode/decode goldens."""
+def make_tokenizer_goldens(out_root: Path, versions: dict, styles=None) -> None:
+    """Train the tokenizer styles (all, or `styles`), save them and their encode/decode goldens."""
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
-    for style in TOKENIZER_STYLES:
+    for style in styles or TOKENIZER_STYLES:
         tok, hf = build_tokenizer(style, "large")
         d = out_root / "tokenizers" / style
         if d.exists():
@@ -377,6 +407,10 @@ TOKENIZER_DESCRIPTIONS = {
                     "byte_fallback and fuse_unk, vocab 0..2 = <unk> <s> </s>, 3..258 = <0x00>.."
                     "<0xFF>; decoder Replace/ByteFallback/Fuse/Strip; post-processor adds <s> "
                     "(ids = [1] + ids_no_special). Used by the mixtral fixture.",
+    "o200k_bytelevel": "byte-level BPE as GPT-OSS (o200k_harmony): no normalizer, Split(o200k regex, "
+                       "isolated: CamelCase-aware letter runs, digits in threes, '/' kept with "
+                       "punctuation) then ByteLevel(use_regex=false); the harmony control tokens "
+                       "appended after the BPE vocab; nothing added at encode time.",
 }
 
 
@@ -1161,6 +1195,8 @@ def main() -> None:
                          "deepseek_v3 deepseek_v3_plain_q gpt_oss gpt_oss_mxfp4)")
     ap.add_argument("--verify-only", action="store_true",
                     help="only reload existing fixtures and check the recorded numbers")
+    ap.add_argument("--tokenizers-only", nargs="+", default=None, metavar="STYLE",
+                    help="only (re)build these tokenizer goldens under tokenizers/ (e.g. o200k_bytelevel)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--v5-python", default=None, metavar="PYTHON",
                     help="interpreter with transformers 5.x (tools/setup_python_env.sh --with-v5 "
@@ -1183,6 +1219,13 @@ def main() -> None:
                 "tokenizers": tokenizers.__version__,
                 "safetensors": __import__("safetensors").__version__,
                 "python": sys.version.split()[0]}
+
+    if a.tokenizers_only:
+        for st in a.tokenizers_only:
+            if st not in TOKENIZER_STYLES:
+                die(f"unknown tokenizer style {st!r}; choose from {list(TOKENIZER_STYLES)}")
+        make_tokenizer_goldens(a.out, versions, a.tokenizers_only)
+        return
 
     all_names = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v3", "deepseek_v3_plain_q", "gpt_oss",
                  "gpt_oss_mxfp4"]

@@ -16,6 +16,10 @@ constexpr std::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kCl100kPattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kO200kPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Per-character facts the matchers test, computed once per text.
 enum : uint8_t {
@@ -24,6 +28,8 @@ enum : uint8_t {
   kS = 4,       // \s
   kNewline = 8, // \r or \n
   kSpace = 16,  // U+0020, the " ?" of the patterns
+  kUpper = 32,  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
+  kLower = 64,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
 };
 
 struct Chars {
@@ -46,11 +52,31 @@ void decode_chars(std::string_view text, Chars& c) {
     c.offset.push_back(pos);
     const char32_t cp = utf8_next(text, pos);
     uint8_t f = 0;
-    if (is_letter(cp)) {
-      f |= kL;
-    } else if (is_number(cp)) {
-      f |= kN;
-    } else if (is_whitespace(cp)) {
+    switch (char_class(cp)) {
+      case CharClass::kLetterUpper:
+      case CharClass::kLetterTitle:
+        f = kL | kUpper;
+        break;
+      case CharClass::kLetterLower:
+        f = kL | kLower;
+        break;
+      case CharClass::kLetterModifier:
+      case CharClass::kLetterOther:
+        f = kL | kUpper | kLower;
+        break;
+      case CharClass::kMark:
+        f = kUpper | kLower;
+        break;
+      case CharClass::kDigit:
+      case CharClass::kLetterNumber:
+      case CharClass::kOtherNumber:
+        f = kN;
+        break;
+      case CharClass::kConnector:
+      case CharClass::kOther:
+        break;
+    }
+    if (f == 0 && is_whitespace(cp)) {
       f |= kS;
       if (cp == '\r' || cp == '\n') f |= kNewline;
       if (cp == ' ') f |= kSpace;
@@ -133,15 +159,61 @@ size_t match_qwen(const Chars& c, size_t i, size_t max_digits) {
   return match_whitespace_tail(c, i);
 }
 
+// o200k's two letter alternatives at i, each with its optional leading
+// [^\r\n\p{L}\p{N}] tried first taken, then not (Oniguruma's order):
+//   U* W+ C?  then  U+ W* C?,  U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+//   W = [\p{Ll}\p{Lm}\p{Lo}\p{M}], C the case-insensitive contraction.
+// U* W+: greedy U* backs off until W+ can start, so W+ starts at the last
+// position in [s, end of the U run] that is a W (Lm, Lo and marks are both).
+size_t match_o200k_letters(const Chars& c, size_t i) {
+  auto with_contraction = [&](size_t e) {
+    const size_t k = e < c.size() ? match_contraction(c, e, true) : 0;
+    return k ? k : e;
+  };
+  const bool prefix = i < c.size() && !c.has(i, kL | kN | kNewline);
+  const size_t starts[2] = {prefix ? i + 1 : i, i};
+  for (size_t s : starts) {  // U* W+ C?
+    const size_t j = run_end(c, s, kUpper);
+    for (size_t k = j + 1; k-- > s;)
+      if (c.has(k, kLower)) return with_contraction(run_end(c, k, kLower));
+  }
+  for (size_t s : starts)  // U+ W* C?
+    if (c.has(s, kUpper)) return with_contraction(run_end(c, run_end(c, s, kUpper), kLower));
+  return 0;
+}
+
+size_t match_o200k(const Chars& c, size_t i) {
+  if (const size_t e = match_o200k_letters(c, i)) return e;
+  if (c.has(i, kN)) {  // \p{N}{1,3}
+    size_t j = i + 1;
+    while (j - i < 3 && c.has(j, kN)) ++j;
+    return j;
+  }
+  //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+  const size_t s = c.has(i, kSpace) && c.other(i + 1) ? i + 1 : i;
+  if (c.other(s)) {
+    size_t e = other_run_end(c, s);
+    while (e < c.size() && (c.cp[e] == '\r' || c.cp[e] == '\n' || c.cp[e] == '/')) ++e;
+    return e;
+  }
+  // \s*[\r\n]+ (the last newline of the run), then \s+(?!\S)|\s+.
+  const size_t j = run_end(c, i, kS);
+  for (size_t k = j; k > i; --k)
+    if (c.has(k - 1, kNewline)) return k;
+  return match_whitespace_tail(c, i);
+}
+
 }  // namespace
 
 Result<RegexPatternId> recognise_regex(std::string_view pattern) {
   if (pattern == kGpt2Pattern) return RegexPatternId::kGpt2;
   if (pattern == kQwen2Pattern) return RegexPatternId::kQwen2;
   if (pattern == kCl100kPattern) return RegexPatternId::kCl100k;
+  if (pattern == kO200kPattern) return RegexPatternId::kO200k;
   return unsupported("pre-tokenizer regex '" + std::string(pattern) +
                      "' is not one of the known patterns (GPT-2: '" + std::string(kGpt2Pattern) + "', Qwen2: '" +
-                     std::string(kQwen2Pattern) + "', cl100k/Llama 3: '" + std::string(kCl100kPattern) + "')");
+                     std::string(kQwen2Pattern) + "', cl100k/Llama 3: '" + std::string(kCl100kPattern) +
+                     "', o200k/GPT-OSS: '" + std::string(kO200kPattern) + "')");
 }
 
 std::string_view regex_pattern_string(RegexPatternId id) {
@@ -152,6 +224,8 @@ std::string_view regex_pattern_string(RegexPatternId id) {
       return kQwen2Pattern;
     case RegexPatternId::kCl100k:
       return kCl100kPattern;
+    case RegexPatternId::kO200k:
+      return kO200kPattern;
   }
   return {};
 }
@@ -173,6 +247,9 @@ void regex_find_all(RegexPatternId id, std::string_view text, std::vector<std::p
         break;
       case RegexPatternId::kCl100k:
         e = match_qwen(c, i, 3);
+        break;
+      case RegexPatternId::kO200k:
+        e = match_o200k(c, i);
         break;
     }
     matches.emplace_back(c.offset[i], c.offset[e]);

@@ -23,6 +23,11 @@ enum class RegexPatternId {
   kQwen2,
   // cl100k / Llama 3: as Qwen2 with \p{N}{1,3} in place of \p{N}.
   kCl100k,
+  // o200k / GPT-OSS: [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+  //   (?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+
+  //   [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|
+  //   \s*[\r\n]+|\s+(?!\S)|\s+
+  kO200k,
 };
 
 // kUnsupported naming the pattern (and listing the known ones) when unknown.

@@ -35,18 +35,20 @@ uint8_t run_value(const UnicodeRun (&runs)[N], char32_t cp) {
 
 const CharClass kAsciiClass[128] = {
 #define O CharClass::kOther
-#define L CharClass::kLetter
+#define U CharClass::kLetterUpper
+#define L CharClass::kLetterLower
 #define D CharClass::kDigit
 #define C CharClass::kConnector
     O, O, O, O, O, O, O, O, O, O, O, O, O, O, O, O,  // 0x00
     O, O, O, O, O, O, O, O, O, O, O, O, O, O, O, O,  // 0x10
     O, O, O, O, O, O, O, O, O, O, O, O, O, O, O, O,  // 0x20
     D, D, D, D, D, D, D, D, D, D, O, O, O, O, O, O,  // 0x30
-    O, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,  // 0x40
-    L, L, L, L, L, L, L, L, L, L, L, O, O, O, O, C,  // 0x50
+    O, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,  // 0x40
+    U, U, U, U, U, U, U, U, U, U, U, O, O, O, O, C,  // 0x50
     O, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,  // 0x60
     L, L, L, L, L, L, L, L, L, L, L, O, O, O, O, O,  // 0x70
 #undef O
+#undef U
 #undef L
 #undef D
 #undef C
@@ -63,7 +65,11 @@ bool is_whitespace_slow(char32_t cp) {
 
 bool is_word_char(char32_t cp) {
   switch (char_class(cp)) {
-    case CharClass::kLetter:
+    case CharClass::kLetterOther:
+    case CharClass::kLetterUpper:
+    case CharClass::kLetterLower:
+    case CharClass::kLetterTitle:
+    case CharClass::kLetterModifier:
     case CharClass::kDigit:
     case CharClass::kLetterNumber:
     case CharClass::kMark:

@@ -12,12 +12,16 @@ namespace submoe::io {
 // General-category classes; values are fixed by tools/gen_unicode_tables.py.
 enum class CharClass : uint8_t {
   kOther = 0,
-  kLetter = 1,        // L: Lu Ll Lt Lm Lo
+  kLetterOther = 1,   // Lo
   kDigit = 2,         // Nd
   kLetterNumber = 3,  // Nl
   kOtherNumber = 4,   // No
   kMark = 5,          // M: Mn Mc Me
   kConnector = 6,     // Pc
+  kLetterUpper = 7,   // Lu
+  kLetterLower = 8,   // Ll
+  kLetterTitle = 9,   // Lt
+  kLetterModifier = 10,  // Lm
 };
 
 CharClass char_class_slow(char32_t cp);
@@ -26,7 +30,11 @@ CharClass char_class_slow(char32_t cp);
 extern const CharClass kAsciiClass[128];
 inline CharClass char_class(char32_t cp) { return cp < 128 ? kAsciiClass[cp] : char_class_slow(cp); }
 
-inline bool is_letter(char32_t cp) { return char_class(cp) == CharClass::kLetter; }
+// \p{L}: Lu Ll Lt Lm Lo.
+inline bool is_letter(char32_t cp) {
+  const CharClass c = char_class(cp);
+  return c == CharClass::kLetterOther || (c >= CharClass::kLetterUpper && c <= CharClass::kLetterModifier);
+}
 // \p{N}: Nd, Nl, No.
 inline bool is_number(char32_t cp) {
   const CharClass c = char_class(cp);

@@ -94,6 +94,7 @@ void check_style(const std::string& style) {
 TEST(TokenizerFixture, Gpt2ByteLevelMatchesTokenizers) { check_style("gpt2_bytelevel"); }
 TEST(TokenizerFixture, Qwen2ByteLevelMatchesTokenizers) { check_style("qwen2_bytelevel"); }
 TEST(TokenizerFixture, LlamaSentencePieceBpeMatchesTokenizers) { check_style("llama_sp_bpe"); }
+TEST(TokenizerFixture, O200kByteLevelMatchesTokenizers) { check_style("o200k_bytelevel"); }  // GPT-OSS's pre-tokenizer
 
 TEST(TokenizerFixture, EveryStyleDirectoryIsTested) {
   // A new style added to the fixtures must get its TEST above.
@@ -102,7 +103,8 @@ TEST(TokenizerFixture, EveryStyleDirectoryIsTested) {
     if (e.is_directory()) styles.push_back(e.path().filename().string());
   }
   std::sort(styles.begin(), styles.end());
-  EXPECT_EQ(styles, (std::vector<std::string>{"gpt2_bytelevel", "llama_sp_bpe", "qwen2_bytelevel"}));
+  EXPECT_EQ(styles,
+            (std::vector<std::string>{"gpt2_bytelevel", "llama_sp_bpe", "o200k_bytelevel", "qwen2_bytelevel"}));
 }
 
 // Each tiny checkpoint's prompts were tokenized by transformers; the model

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <utility>
@@ -204,8 +206,28 @@ TEST(TokenizerRegex, Cl100kMatchesOniguruma) {
   for (const auto& [text, want] : cases) EXPECT_EQ(split(RegexPatternId::kCl100k, text), want) << text;
 }
 
+// o200k (GPT-OSS) against the splits `tokenizers` itself produced
+// (tests/fixtures/tokenizers/o200k_split_goldens.json, tools/make_regex_goldens.py):
+// hand-picked texts and 4000 random ones over every character kind the pattern
+// distinguishes (the five letter categories, marks, numbers, newlines, '/').
+TEST(TokenizerRegex, O200kMatchesTokenizersGoldens) {
+  const std::filesystem::path path =
+      std::filesystem::path(SUBMOE_SOURCE_DIR) / "tests/fixtures/tokenizers/o200k_split_goldens.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path;
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j.at("pattern").get<std::string>(), regex_pattern_string(RegexPatternId::kO200k));
+  size_t checked = 0;
+  for (const auto& c : j.at("cases")) {
+    const std::string text = c.at("text");
+    ASSERT_EQ(split(RegexPatternId::kO200k, text), c.at("pieces").get<std::vector<std::string>>()) << text;
+    ++checked;
+  }
+  EXPECT_GT(checked, 4000u);
+}
+
 TEST(TokenizerRegex, PatternsAreRecognisedExactly) {
-  for (const auto id : {RegexPatternId::kGpt2, RegexPatternId::kQwen2, RegexPatternId::kCl100k}) {
+  for (const auto id : {RegexPatternId::kGpt2, RegexPatternId::kQwen2, RegexPatternId::kCl100k, RegexPatternId::kO200k}) {
     auto r = recognise_regex(regex_pattern_string(id));
     ASSERT_TRUE(r.is_ok());
     EXPECT_EQ(*r, id);
@@ -228,7 +250,7 @@ TEST(TokenizerRegex, MatchesTileRandomText) {
     std::string s;
     const int n = static_cast<int>(rng() % 24);
     for (int k = 0; k < n; ++k) utf8_append(s, pool[rng() % pool.size()]);
-    for (const auto id : {RegexPatternId::kGpt2, RegexPatternId::kQwen2, RegexPatternId::kCl100k}) {
+    for (const auto id : {RegexPatternId::kGpt2, RegexPatternId::kQwen2, RegexPatternId::kCl100k, RegexPatternId::kO200k}) {
       std::vector<std::pair<size_t, size_t>> m;
       regex_find_all(id, s, m);
       size_t at = 0;
