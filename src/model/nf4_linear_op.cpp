@@ -9,6 +9,7 @@
 #include "submoe/core/bf16.h"
 #include "submoe/kernels/activations.h"
 #include "submoe/kernels/nf4_gemv.h"
+#include "model/rounded_inputs.h"
 #include "submoe/model/linear_op.h"
 
 namespace submoe::model {
@@ -28,24 +29,7 @@ class Nf4LinearOp final : public LinearOp {
       const auto nb = static_cast<uint32_t>(std::min<size_t>(kernels::kMaxKernelBatch, n - t0));
       const float* x = in + t0 * cols;
       float* y = out + t0 * rows;
-      if (quant_ == kernels::ActivationQuant::kInt8 || activations_ == kernels::ActivationType::kBF16) {
-        // The mode's rounding of the inputs: int8 s q per token (the product
-        // itself stays in float), or bf16 as a bf16 checkpoint's expert sees them.
-        thread_local std::vector<float> rounded;
-        rounded.resize(nb * cols);
-        if (quant_ == kernels::ActivationQuant::kInt8) {
-          thread_local std::vector<int8_t> q;
-          q.resize(cols);
-          const auto view = kernels::ActivationsView::f32(x, nb, cols);
-          for (uint32_t t = 0; t < nb; ++t) {
-            const float s = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols), q.data());
-            for (size_t c = 0; c < cols; ++c) rounded[t * cols + c] = s * static_cast<float>(q[c]);
-          }
-        } else {
-          for (size_t i = 0; i < nb * cols; ++i) rounded[i] = bf16_to_float(float_to_bf16(x[i]));
-        }
-        x = rounded.data();
-      }
+      x = rounded_inputs(x, nb, cols, activations_, quant_);
       const Status st = kernels::gemm_nf4(kernels_, {w, x, cols, nb, y, rows}, pool);
       if (!st.is_ok()) {  // the shape was validated when the matrix was built: a bug here
         assert(false && "nf4 LinearOp: kernel rejected its arguments");
@@ -58,9 +42,7 @@ class Nf4LinearOp final : public LinearOp {
     std::snprintf(buf, sizeof buf, "nf4 [%u, %u] block %u, %s absmax, %.3f bits/weight, fused %s%s", m_.rows,
                   m_.cols, m_.block, std::string(nf4::scales_name(m_.scales)).c_str(),
                   8.0 * static_cast<double>(weight_bytes()) / (double(m_.rows) * m_.cols), isa_name(kernels_.isa),
-                  quant_ == kernels::ActivationQuant::kInt8            ? ", int8 activations"
-                  : activations_ == kernels::ActivationType::kBF16 ? ", bf16 activations"
-                                                                     : "");
+                  rounding_note(activations_, quant_));
     return buf;
   }
   size_t weight_bytes() const override { return m_.bytes(); }

@@ -62,6 +62,7 @@ Status rtn_quantize(std::span<const float> w, size_t rows, size_t cols, BlockQua
   SUBMOE_RETURN_IF_ERROR(check_shapes(w, rows, cols, {}));
   SUBMOE_RETURN_IF_ERROR(check_quantizer(quantizer, rows, cols));
   SUBMOE_RETURN_IF_ERROR(check_finite(w, "weight"));
+  quantizer.begin_matrix(w, {});
   rtn_into(w, rows, cols, quantizer);
   return Status::ok();
 }
@@ -75,6 +76,11 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
   const size_t d = quantizer.block_width(), g = quantizer.group_width();
   if (options.act_order && (g != 0 || d != 1)) {
     return invalid_argument("act-order is supported with per-row scalar grids only");
+  }
+  {
+    std::vector<float> h_diag(h_in.empty() ? 0 : cols);
+    for (size_t i = 0; i < h_diag.size(); ++i) h_diag[i] = h_in[i * cols + i];
+    quantizer.begin_matrix(w_in, h_diag);
   }
   GptqStats stats;
   if (h_in.empty()) {

@@ -13,6 +13,7 @@
 #include "submoe/core/status.h"
 #include "submoe/codec/mxfp4.h"
 #include "submoe/codec/nf4.h"
+#include "submoe/codec/squeezellm.h"
 #include "submoe/io/safetensors.h"
 #include "submoe/kernels/activations.h"
 
@@ -80,5 +81,11 @@ std::unique_ptr<LinearOp> make_mxfp4_linear(mxfp4::Mxfp4Matrix m,
 std::unique_ptr<LinearOp> make_nf4_linear(nf4::Nf4Matrix m,
                                           kernels::ActivationType activations = kernels::ActivationType::kF32,
                                           kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
+
+// The fused SqueezeLLM op (dense row tables + replacement exceptions) over a
+// validated matrix (squeezellm::from_fields); modes as make_nf4_linear.
+std::unique_ptr<LinearOp> make_squeezellm_linear(squeezellm::SqueezeMatrix m,
+                                                 kernels::ActivationType activations = kernels::ActivationType::kF32,
+                                                 kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
 
 }  // namespace submoe::model

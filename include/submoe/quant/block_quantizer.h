@@ -31,6 +31,12 @@ class BlockQuantizer {
   // A multiple of block_width() that divides cols().
   virtual size_t group_width() const { return 0; }
 
+  // The whole matrix before any begin_row: its original values (rows() x
+  // cols(), row-major) and the diagonal of its Hessian (cols() values; empty
+  // under round-to-nearest). Called once by rtn_quantize and gptq_quantize,
+  // for quantizers that make matrix-level choices (SqueezeLLM's exceptions
+  // and sensitivity-weighted tables); the rest ignore it.
+  virtual void begin_matrix(std::span<const float> /*w*/, std::span<const float> /*h_diag*/) {}
   // Row r's original values (cols() floats), before any quantize call on r.
   // Calling it again restarts the row (the solver's RTN fallback does).
   virtual void begin_row(size_t r, std::span<const float> original) = 0;

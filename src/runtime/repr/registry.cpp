@@ -6,19 +6,21 @@
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
 #include "runtime/repr/nf4/nf4_representation.h"
 #include "runtime/repr/rvq/rvq_representation.h"
+#include "runtime/repr/squeezellm/squeezellm_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 5>& registry() {
-  static const std::array<const Representation*, 5> r = {
+const std::array<const Representation*, 6>& registry() {
+  static const std::array<const Representation*, 6> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
       &repr::mxfp4_representation(),
       &repr::nf4_representation(),
+      &repr::squeezellm_representation(),
   };
   return r;
 }

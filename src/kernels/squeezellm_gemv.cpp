@@ -1,0 +1,76 @@
+#include "submoe/kernels/squeezellm_gemv.h"
+
+#include <string>
+#include <vector>
+
+#include "row_dispatch.h"
+#include "squeezellm_gemv_internal.h"
+#include "submoe/kernels/activations.h"
+
+namespace submoe::kernels {
+namespace {
+constexpr size_t kRowGrain = 16;
+constexpr size_t kParallelMinMacs = size_t{1} << 16;
+const SqueezeGemvKernels kScalar{Isa::kScalar, &detail::squeezellm_rows_scalar};
+const SqueezeGemvKernels kAvx2{Isa::kAvx2, &detail::squeezellm_rows_avx2};
+const SqueezeGemvKernels kAvx512{Isa::kAvx512, &detail::squeezellm_rows_avx512};
+}  // namespace
+
+SqueezeView SqueezeView::of(const squeezellm::SqueezeMatrix& m) {
+  SqueezeView v;
+  v.codes = m.codes.data();
+  v.lut = m.lut.data();
+  v.rows = m.rows;
+  v.cols = m.cols;
+  v.bits = m.bits;
+  if (m.sparse) {
+    v.row_ptr = m.row_ptr.data();
+    v.col = m.col.data();
+    v.value = m.value.data();
+  }
+  return v;
+}
+
+const SqueezeGemvKernels& squeezellm_gemv_kernels(Isa isa) {
+  // The 3-bit AVX-512 path needs VBMI (vpmultishiftqb); without it the AVX2 rows run.
+  if (isa == Isa::kAvx512 && !cpu_features().avx512_vbmi) return kAvx2;
+  return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
+}
+
+const SqueezeGemvKernels& best_squeezellm_gemv_kernels() {
+  static const SqueezeGemvKernels& best = squeezellm_gemv_kernels(best_isa());
+  return best;
+}
+
+Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& a, ThreadPool* pool) {
+  const SqueezeView& w = a.w;
+  if (!squeezellm::check_shape(w.rows, w.cols, w.bits).is_ok())
+    return invalid_argument("gemm_squeezellm: a " + std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) +
+                            ", " + std::to_string(w.cols) + "] matrix (3 or 4 bits, columns a multiple of 32)");
+  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_squeezellm: batch out of range");
+  if (w.codes == nullptr || w.lut == nullptr || a.x == nullptr || a.y == nullptr ||
+      (w.row_ptr != nullptr && (w.col == nullptr || w.value == nullptr)))
+    return invalid_argument("gemm_squeezellm: null pointer");
+  if (a.batch > 1 && (a.x_stride < w.cols || a.y_stride < w.rows))
+    return invalid_argument("gemm_squeezellm: stride smaller than the row");
+  SqueezeGemmArgs rows_args = a;
+  if (w.bits == 4) {  // x de-interleaved per 32 columns (evens, then odds) for the nibble lookups
+    thread_local std::vector<float> split;
+    split.resize(size_t{a.batch} * w.cols);
+    for (uint32_t t = 0; t < a.batch; ++t) {
+      const float* x = a.x + t * a.x_stride;
+      float* out = split.data() + size_t{t} * w.cols;
+      for (uint32_t c = 0; c < w.cols; c += 32)
+        for (uint32_t j = 0; j < 16; ++j) {
+          out[c + j] = x[c + 2 * j];
+          out[c + 16 + j] = x[c + 2 * j + 1];
+        }
+    }
+    rows_args.x_split = split.data();
+  }
+  const size_t macs = size_t{w.rows} * w.cols * a.batch;
+  detail::run_rows(k.rows, rows_args, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
+  return Status::ok();
+}
+
+}  // namespace submoe::kernels

@@ -1,0 +1,106 @@
+// AVX-512 SqueezeLLM rows. The row's table (16 floats; an 8-entry one
+// repeated so an index's bit 3 is free) sits in one register and vpermps reads
+// only an index's low 4 bits:
+//   4-bit: 16 code bytes widened to dword lanes look up the odd columns, the
+//          lanes >> 4 the even ones (x arrives de-interleaved), as nf4;
+//   3-bit: a 12-byte group broadcast twice (bytes 0..7 and 4..11) and
+//          vpmultishiftqb moving column j's 3 bits to the bottom of lane j.
+// Then 2 FMAs per 32 weights a token into four independent accumulators,
+// tokens 4 at a time, and the row's exceptions.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+// GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "squeezellm_gemv_internal.h"
+#include "token_groups.h"
+
+namespace submoe::kernels::detail {
+namespace {
+
+// Lane j's control bytes for vpmultishiftqb: the bit offset of its column's
+// code in the broadcast qword (group columns 0..15 from bit 0, 16..31 from bit 32).
+inline __m512i shift_controls(int first_column, int base_bit) {
+  alignas(64) uint8_t b[64];
+  for (int j = 0; j < 16; ++j) std::memset(b + 4 * j, 3 * (first_column + j) - base_bit, 4);
+  return _mm512_load_si512(b);
+}
+
+inline uint64_t load_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+template <int kTokens, int kA, int kB>
+inline void fma_tokens(const SqueezeGemmArgs& a, const float* x0, size_t stride, uint32_t t0, __m512 w0, __m512 w1,
+                       __m512 (&acc)[kTokens][4]) {
+  for (int t = 0; t < kTokens; ++t) {
+    const float* x = x0 + (t0 + static_cast<uint32_t>(t)) * stride;
+    acc[t][kA] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x), acc[t][kA]);
+    acc[t][kB] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 16), acc[t][kB]);
+  }
+  (void)a;
+}
+
+template <int kTokens>
+void row_tokens(const SqueezeGemmArgs& a, uint32_t r, uint32_t t0) {
+  const uint32_t cols = a.w.cols, chunks = cols / 32;
+  const uint8_t* codes = a.w.codes + r * squeezellm::row_code_bytes(cols, a.w.bits);
+  alignas(64) float table16[16];
+  squeezellm_row_table(a.w, r, table16);
+  const __m512 table = _mm512_load_ps(table16);
+  __m512 acc[kTokens][4];
+  for (int t = 0; t < kTokens; ++t)
+    for (int i = 0; i < 4; ++i) acc[t][i] = _mm512_setzero_ps();
+  if (a.w.bits == 4) {
+    auto chunk = [&](uint32_t k, auto even_acc, auto odd_acc) {
+      const __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k * 16)));
+      const __m512 even = _mm512_permutexvar_ps(_mm512_srli_epi32(lanes, 4), table);
+      const __m512 odd = _mm512_permutexvar_ps(lanes, table);
+      fma_tokens<kTokens, decltype(even_acc)::value, decltype(odd_acc)::value>(a, a.x_split + size_t{k} * 32, cols, t0,
+                                                                                even, odd, acc);
+    };
+    uint32_t k = 0;
+    for (; k + 2 <= chunks; k += 2) {
+      chunk(k, std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+      chunk(k + 1, std::integral_constant<int, 2>{}, std::integral_constant<int, 3>{});
+    }
+    if (k < chunks) chunk(k, std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+  } else {
+    const __m512i lo_ctrl = shift_controls(0, 0), hi_ctrl = shift_controls(16, 32);
+    auto group = [&](uint32_t g, auto first_acc, auto second_acc) {
+      const uint8_t* p = codes + size_t{g} * 12;
+      const __m512i lo = _mm512_multishift_epi64_epi8(lo_ctrl, _mm512_set1_epi64(static_cast<long long>(load_u64(p))));
+      const __m512i hi = _mm512_multishift_epi64_epi8(hi_ctrl, _mm512_set1_epi64(static_cast<long long>(load_u64(p + 4))));
+      fma_tokens<kTokens, decltype(first_acc)::value, decltype(second_acc)::value>(
+          a, a.x + size_t{g} * 32, a.x_stride, t0, _mm512_permutexvar_ps(lo, table), _mm512_permutexvar_ps(hi, table),
+          acc);
+    };
+    uint32_t g = 0;
+    for (; g + 2 <= chunks; g += 2) {
+      group(g, std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+      group(g + 1, std::integral_constant<int, 2>{}, std::integral_constant<int, 3>{});
+    }
+    if (g < chunks) group(g, std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+  }
+  for (int t = 0; t < kTokens; ++t)
+    a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+}
+
+}  // namespace
+
+void squeezellm_rows_avx512(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens<1>(a, r, t); });
+  for (uint32_t r = row_begin; r < row_end; ++r)
+    squeezellm_row_exceptions(a, r, f16_bits_to_float(a.w.lut[size_t{r} << a.w.bits]));
+}
+
+}  // namespace submoe::kernels::detail

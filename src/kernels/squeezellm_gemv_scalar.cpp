@@ -1,0 +1,24 @@
+// The portable SqueezeLLM rows: the row's table in floats, each column's code
+// looked up in column order, then the exceptions' corrections.
+#include "squeezellm_gemv_internal.h"
+
+namespace submoe::kernels::detail {
+
+void squeezellm_rows_scalar(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  const uint32_t cols = a.w.cols;
+  const size_t row_bytes = squeezellm::row_code_bytes(cols, a.w.bits);
+  float table[16];
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    squeezellm_row_table(a.w, r, table);
+    const uint8_t* codes = a.w.codes + r * row_bytes;
+    for (uint32_t t = 0; t < a.batch; ++t) {
+      const float* x = a.x + t * a.x_stride;
+      float acc = 0.0f;
+      for (uint32_t c = 0; c < cols; ++c) acc += table[squeezellm::code_at(codes, c, a.w.bits)] * x[c];
+      a.y[t * a.y_stride + r] = acc;
+    }
+    squeezellm_row_exceptions(a, r, table[0]);
+  }
+}
+
+}  // namespace submoe::kernels::detail
