@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "finite_half.h"
 #include "nf4_gemv_internal.h"
 #include "row_dispatch.h"
 #include "submoe/core/bf16.h"
@@ -19,17 +20,6 @@ const Nf4GemvKernels kScalar{Isa::kScalar, &detail::nf4_rows_scalar};
 const Nf4GemvKernels kAvx2{Isa::kAvx2, &detail::nf4_rows_avx2};
 const Nf4GemvKernels kAvx512{Isa::kAvx512, &detail::nf4_rows_avx512};
 
-// A finite half's value, exactly and without branches (f16_bits_to_float's
-// ldexp made the fp16 absmax decode a third of the kernel's time): the
-// exponent and mantissa moved into a float's fields read 2^(e - 127) x 1.m, or
-// m x 2^-149 for a subnormal half, and x 2^112 rebiases both exactly.
-inline float finite_half_to_float(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h & 0x7FFF) << 13;
-  float v;
-  std::memcpy(&v, &bits, 4);
-  v *= 0x1p112f;
-  return (h & 0x8000) ? -v : v;
-}
 }  // namespace
 
 Nf4View Nf4View::of(const nf4::Nf4Matrix& m) {
@@ -57,7 +47,7 @@ void nf4_row_absmax(const Nf4View& w, uint32_t r, float* out) {
       for (uint32_t b = 0; b < nb; ++b) out[b] = static_cast<const float*>(w.absmax)[b0 + b];
       break;
     case nf4::Nf4Scales::kF16:
-      for (uint32_t b = 0; b < nb; ++b) out[b] = finite_half_to_float(static_cast<const uint16_t*>(w.absmax)[b0 + b]);
+      for (uint32_t b = 0; b < nb; ++b) out[b] = detail::finite_half_to_float(static_cast<const uint16_t*>(w.absmax)[b0 + b]);
       break;
     case nf4::Nf4Scales::kDq8:
       for (uint32_t b = 0; b < nb; ++b) {

@@ -76,7 +76,7 @@ void squeezellm_rows_avx2(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t
       row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens<4>(a, r, t); },
       [&](uint32_t r, uint32_t t) { row_tokens<1>(a, r, t); });
   for (uint32_t r = row_begin; r < row_end; ++r)
-    squeezellm_row_exceptions(a, r, f16_bits_to_float(a.w.lut[size_t{r} << a.w.bits]));
+    squeezellm_row_exceptions(a, r, finite_half_to_float(a.w.lut[size_t{r} << a.w.bits]));
 }
 
 }  // namespace submoe::kernels::detail

@@ -1,7 +1,7 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
-// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44, IQ4_NL 4.5 (against submoe's
-// nf4); through
+// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit
+// squeezellm), IQ4_NL 4.5 (against submoe's nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
 // a working set of distinct matrices larger than the last-level cache. The shared
@@ -27,12 +27,14 @@
 #include <vector>
 
 #include "submoe/codec/ternary_dictionary.h"
+#include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/nf4_gemv.h"
 #include "submoe/kernels/rvq_gemv.h"
+#include "submoe/kernels/squeezellm_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 #include "submoe/kernels/ternary_kernel_table.h"
 
@@ -300,6 +302,72 @@ int main(int argc, char** argv) {
                                                &pool);
                      },
                      {}});
+  }
+
+  // submoe squeezellm (kernels/squeezellm_gemv.h): random ascending fp16 row
+  // tables and codes, 3 and 4 bits, and 3 bits with SqueezeLLM's 0.45%
+  // exceptions at random columns; against llama.cpp's Q3_K (3.44 bits).
+  std::vector<std::vector<squeezellm::SqueezeMatrix>> sq;
+  sq.reserve(3);  // the timed calls keep pointers to the sets
+  const kernels::SqueezeGemvKernels& sk = kernels::best_squeezellm_gemv_kernels();
+  if (cols % 32 == 0 && cols < 65536) {
+    struct SqCase {
+      uint32_t bits;
+      double exceptions;
+    };
+    for (const SqCase sc : {SqCase{3, 0.0}, SqCase{3, 0.0045}, SqCase{4, 0.0}}) {
+      std::mt19937 srng(7 + sc.bits);
+      std::normal_distribution<float> n01;
+      const uint32_t k = 1u << sc.bits;
+      const size_t rb = squeezellm::row_code_bytes(cols, sc.bits);
+      auto make = [&]() {
+        squeezellm::SqueezeMatrix m;
+        m.rows = rows;
+        m.cols = cols;
+        m.bits = sc.bits;
+        m.sparse = sc.exceptions > 0;
+        m.codes.resize(size_t{rows} * rb);
+        std::vector<uint8_t> codes(cols);
+        if (m.sparse) m.row_ptr.push_back(0);
+        for (uint32_t r = 0; r < rows; ++r) {
+          std::vector<float> t(k);
+          for (float& v : t) v = 0.02f * n01(srng);
+          std::sort(t.begin(), t.end());
+          for (float v : t) m.lut.push_back(float_to_f16_bits(v));
+          for (auto& c : codes) c = static_cast<uint8_t>(srng() % k);
+          if (m.sparse)
+            for (uint32_t c = 0; c < cols; ++c)
+              if (std::uniform_real_distribution<double>(0, 1)(srng) < sc.exceptions) {
+                codes[c] = 0;
+                m.col.push_back(static_cast<uint16_t>(c));
+                m.value.push_back(float_to_f16_bits(0.1f * n01(srng)));
+              }
+          if (m.sparse) m.row_ptr.push_back(static_cast<int32_t>(m.col.size()));
+          squeezellm::pack_row(codes, sc.bits, m.codes.data() + size_t{r} * rb);
+        }
+        return m;
+      };
+      const squeezellm::SqueezeMatrix first = make();
+      const uint32_t count = matrices_for(first.bytes(), llc);
+      sq.emplace_back();
+      sq.back().push_back(first);
+      while (sq.back().size() < count) sq.back().push_back(make());
+      const std::vector<squeezellm::SqueezeMatrix>* set = &sq.back();
+      char name[96];
+      std::snprintf(name, sizeof name, "submoe squeezellm %u-bit%s, f32 activations", sc.bits,
+                    sc.exceptions > 0 ? " + 0.45% exceptions" : "");
+      timed.push_back({name, 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols), count,
+                       [&, set](uint32_t i) {
+                         kernels::SqueezeGemmArgs sa;
+                         sa.w = kernels::SqueezeView::of((*set)[i]);
+                         sa.x = x.data();
+                         sa.x_stride = cols;
+                         sa.y = y.data();
+                         sa.y_stride = rows;
+                         (void)kernels::gemm_squeezellm(sk, sa, &pool);
+                       },
+                       {}});
+    }
   }
 
   // Interleaved rounds: every kernel once per round, 3 untimed rounds first.
