@@ -100,9 +100,11 @@ Result<SqueezeMatrix> from_fields(uint32_t rows, uint32_t cols, uint32_t bits, b
   m.row_ptr.resize(rows + 1);
   std::memcpy(m.row_ptr.data(), f.row_ptr.data(), f.row_ptr.size());
   m.col.resize(nnz);
-  std::memcpy(m.col.data(), f.col.data(), f.col.size());
   m.value.resize(nnz);
-  std::memcpy(m.value.data(), f.value.data(), f.value.size());
+  if (nnz > 0) {  // (memcpy of nothing would still take null pointers)
+    std::memcpy(m.col.data(), f.col.data(), f.col.size());
+    std::memcpy(m.value.data(), f.value.data(), f.value.size());
+  }
   if (m.row_ptr[0] != 0 || static_cast<size_t>(m.row_ptr[rows]) != nnz)
     return corrupt_data("squeezellm: row_ptr runs from " + std::to_string(m.row_ptr[0]) + " to " +
                         std::to_string(m.row_ptr[rows]) + " (expected 0 to " + std::to_string(nnz) + ")");
