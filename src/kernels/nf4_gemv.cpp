@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "deinterleave.h"
 #include "finite_half.h"
 #include "nf4_gemv_internal.h"
 #include "row_dispatch.h"
@@ -78,20 +79,8 @@ Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& a, ThreadPool* pool)
     return invalid_argument("gemm_nf4: null pointer");
   if (a.batch > 1 && (a.x_stride < w.cols || a.y_stride < w.rows))
     return invalid_argument("gemm_nf4: stride smaller than the row");
-  // x de-interleaved per 32 columns (evens, then odds) for the row kernels.
-  thread_local std::vector<float> split;
-  split.resize(size_t{a.batch} * w.cols);
-  for (uint32_t t = 0; t < a.batch; ++t) {
-    const float* x = a.x + t * a.x_stride;
-    float* out = split.data() + size_t{t} * w.cols;
-    for (uint32_t c = 0; c < w.cols; c += 32)
-      for (uint32_t j = 0; j < 16; ++j) {
-        out[c + j] = x[c + 2 * j];
-        out[c + 16 + j] = x[c + 2 * j + 1];
-      }
-  }
   Nf4GemmArgs rows_args = a;
-  rows_args.x = split.data();
+  rows_args.x = detail::deinterleave_activations(a.x, a.x_stride, a.batch, w.cols);
   rows_args.x_stride = w.cols;
   const size_t macs = size_t{w.rows} * w.cols * a.batch;
   detail::run_rows(k.rows, rows_args, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);

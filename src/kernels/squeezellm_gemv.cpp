@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "deinterleave.h"
 #include "row_dispatch.h"
 #include "squeezellm_gemv_internal.h"
 #include "submoe/kernels/activations.h"
@@ -54,20 +55,7 @@ Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& a, Th
   if (a.batch > 1 && (a.x_stride < w.cols || a.y_stride < w.rows))
     return invalid_argument("gemm_squeezellm: stride smaller than the row");
   SqueezeGemmArgs rows_args = a;
-  if (w.bits == 4) {  // x de-interleaved per 32 columns (evens, then odds) for the nibble lookups
-    thread_local std::vector<float> split;
-    split.resize(size_t{a.batch} * w.cols);
-    for (uint32_t t = 0; t < a.batch; ++t) {
-      const float* x = a.x + t * a.x_stride;
-      float* out = split.data() + size_t{t} * w.cols;
-      for (uint32_t c = 0; c < w.cols; c += 32)
-        for (uint32_t j = 0; j < 16; ++j) {
-          out[c + j] = x[c + 2 * j];
-          out[c + 16 + j] = x[c + 2 * j + 1];
-        }
-    }
-    rows_args.x_split = split.data();
-  }
+  if (w.bits == 4) rows_args.x_split = detail::deinterleave_activations(a.x, a.x_stride, a.batch, w.cols);
   const size_t macs = size_t{w.rows} * w.cols * a.batch;
   detail::run_rows(k.rows, rows_args, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
   return Status::ok();

@@ -48,14 +48,7 @@ rc=0; out=$("$bin" trace record --model "$work/fp16" --text "$calib" --max-token
 rc=0; out=$("$bin" bench gemv --repr nf4 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *4.12' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr nf4" || fail "bench: $rc: $out"
 
-expect_error() {  # message-substring args...
-  local want=$1; shift
-  local out rc=0
-  out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/bad" --samples 2 --seq-len 16 --quiet "$@" 2>&1) || rc=$?
-  if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" <<<"$out"; then fail "compress $*: status $rc, output: $out (wanted '$want')"
-  elif [ -e "$work/bad/model.safetensors" ]; then fail "compress $*: wrote an artifact"
-  else echo "ok   compress $* -> $want"; fi
-}
+expect_error() { expect_compress_error "$bin" "$model" "$calib" "$work" "$@" || fails=$((fails + 1)); }
 expect_error "nf4 scales 'fp8': expected dq8" --repr nf4 --repr-opt scales=fp8
 expect_error "block size 48" --repr nf4 --group-size 48
 expect_error "nf4 stores 4-bit codes" --repr nf4 --bits 3

@@ -48,14 +48,7 @@ rc=0; out=$("$bin" trace record --model "$work/sq4" --text "$calib" --max-tokens
 rc=0; out=$("$bin" bench gemv --repr squeezellm --bits 3 --repr-opt outliers=0.01 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *3\.' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr squeezellm" || fail "bench: $rc: $out"
 
-expect_error() {  # message-substring args...
-  local want=$1; shift
-  local out rc=0
-  out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/bad" --samples 2 --seq-len 16 --quiet "$@" 2>&1) || rc=$?
-  if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" <<<"$out"; then fail "compress $*: status $rc, output: $out (wanted '$want')"
-  elif [ -e "$work/bad/model.safetensors" ]; then fail "compress $*: wrote an artifact"
-  else echo "ok   compress $* -> $want"; fi
-}
+expect_error() { expect_compress_error "$bin" "$model" "$calib" "$work" "$@" || fails=$((fails + 1)); }
 expect_error "squeezellm needs --bits 3 or 4" --repr squeezellm
 expect_error "squeezellm needs --bits 3 or 4" --repr squeezellm --bits 2
 expect_error "expected a fraction from 0 to 0.1" --repr squeezellm --bits 3 --repr-opt outliers=5

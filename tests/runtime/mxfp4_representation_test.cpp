@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 
+#include "repr_test_support.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/runtime/representation.h"
 
@@ -29,11 +30,7 @@ std::shared_ptr<const MatrixCodec> codec() {
   return *c;
 }
 
-std::vector<std::span<const std::byte>> spans_of(const std::vector<PackedTensor>& t) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& f : t) s.emplace_back(reinterpret_cast<const std::byte*>(f.bytes.data()), f.bytes.size());
-  return s;
-}
+using testing::spans_of;
 
 std::unique_ptr<MatrixEncoder> rtn(const std::vector<float>& w, uint32_t rows, uint32_t cols) {
   auto enc = codec()->make_encoder(rows, cols);
@@ -113,33 +110,12 @@ TEST(Mxfp4Representation, RoundsToNearestTiesToEvenAndSaturates) {
 }
 
 TEST(Mxfp4Representation, GptqThroughTheGroupHookBeatsRtn) {
-  const uint32_t rows = 16, cols = 128, tokens = 512;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> n01;
-  std::vector<float> w(rows * cols), x(size_t{tokens} * cols), h(size_t{cols} * cols, 0.0f);
-  for (float& v : w) v = 0.05f * n01(rng);
-  for (uint32_t t = 0; t < tokens; ++t) {  // correlated inputs: GPTQ's feedback has something to use
-    float prev = n01(rng);
-    for (uint32_t c = 0; c < cols; ++c) x[size_t{t} * cols + c] = prev = 0.8f * prev + 0.6f * n01(rng);
-  }
-  for (uint32_t t = 0; t < tokens; ++t)
-    for (uint32_t i = 0; i < cols; ++i)
-      for (uint32_t j = 0; j < cols; ++j) h[i * cols + j] += x[size_t{t} * cols + i] * x[size_t{t} * cols + j] / tokens;
-  auto out_err = [&](const std::vector<float>& q) {
-    double e = 0;
-    for (uint32_t t = 0; t < tokens; ++t)
-      for (uint32_t r = 0; r < rows; ++r) {
-        double d = 0;
-        for (uint32_t c = 0; c < cols; ++c) d += (w[r * cols + c] - q[r * cols + c]) * x[size_t{t} * cols + c];
-        e += d * d;
-      }
-    return e;
-  };
+  const testing::CorrelatedProblem p(16, 128, 512, 5);
+  const uint32_t rows = p.rows, cols = p.cols;
   auto enc = codec()->make_encoder(rows, cols);
   ASSERT_TRUE(enc.is_ok());
-  std::vector<float> copy = w;
-  ASSERT_TRUE(quant::gptq_quantize(copy, rows, cols, h, **enc, quant::GptqOptions{}, nullptr).is_ok());
-  const double gptq = out_err((*enc)->dequantize()), plain = out_err(rtn(w, rows, cols)->dequantize());
+  ASSERT_TRUE(quant::gptq_quantize(p.w, rows, cols, p.h, **enc, quant::GptqOptions{}, nullptr).is_ok());
+  const double gptq = p.out_err((*enc)->dequantize()), plain = p.out_err(rtn(p.w, rows, cols)->dequantize());
   EXPECT_LT(gptq, 0.9 * plain) << "gptq " << gptq << " rtn " << plain;
   auto packed = (*enc)->pack();
   ASSERT_TRUE(packed.is_ok());

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 
+#include "repr_test_support.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/runtime/representation.h"
 
@@ -25,11 +26,7 @@ std::shared_ptr<const MatrixCodec> codec(double bits, std::vector<std::pair<std:
   return *c;
 }
 
-std::vector<std::span<const std::byte>> spans_of(const std::vector<PackedTensor>& t) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& f : t) s.emplace_back(reinterpret_cast<const std::byte*>(f.bytes.data()), f.bytes.size());
-  return s;
-}
+using testing::spans_of;
 
 std::unique_ptr<MatrixEncoder> rtn(const MatrixCodec& c, const std::vector<float>& w, uint32_t rows, uint32_t cols) {
   auto enc = c.make_encoder(rows, cols);
@@ -120,33 +117,15 @@ TEST(SqueezeLlmRepresentation, TheHessianDiagonalWeightsTheTables) {
 }
 
 TEST(SqueezeLlmRepresentation, GptqBeatsRtnAndFusedOpsAgreeWithTheReference) {
-  const uint32_t rows = 16, cols = 128, tokens = 512;
-  std::mt19937 rng(7);
+  const testing::CorrelatedProblem p(16, 128, 512, 7);
+  const uint32_t rows = p.rows, cols = p.cols;
+  std::mt19937 rng(8);
   std::normal_distribution<float> n01;
-  std::vector<float> w(rows * cols), x(size_t{tokens} * cols), h(size_t{cols} * cols, 0.0f);
-  for (float& v : w) v = 0.05f * n01(rng);
-  for (uint32_t t = 0; t < tokens; ++t) {
-    float prev = n01(rng);
-    for (uint32_t c = 0; c < cols; ++c) x[size_t{t} * cols + c] = prev = 0.8f * prev + 0.6f * n01(rng);
-  }
-  for (uint32_t t = 0; t < tokens; ++t)
-    for (uint32_t i = 0; i < cols; ++i)
-      for (uint32_t j = 0; j < cols; ++j) h[i * cols + j] += x[size_t{t} * cols + i] * x[size_t{t} * cols + j] / tokens;
-  auto out_err = [&](const std::vector<float>& q) {
-    double e = 0;
-    for (uint32_t t = 0; t < tokens; ++t)
-      for (uint32_t r = 0; r < rows; ++r) {
-        double d = 0;
-        for (uint32_t c = 0; c < cols; ++c) d += (w[r * cols + c] - q[r * cols + c]) * x[size_t{t} * cols + c];
-        e += d * d;
-      }
-    return e;
-  };
   const auto c = codec(3, {{"outliers", "0.01"}});
   auto enc = c->make_encoder(rows, cols);
   ASSERT_TRUE(enc.is_ok());
-  ASSERT_TRUE(quant::gptq_quantize(w, rows, cols, h, **enc, quant::GptqOptions{}, nullptr).is_ok());
-  EXPECT_LT(out_err((*enc)->dequantize()), 0.9 * out_err(rtn(*c, w, rows, cols)->dequantize()));
+  ASSERT_TRUE(quant::gptq_quantize(p.w, rows, cols, p.h, **enc, quant::GptqOptions{}, nullptr).is_ok());
+  EXPECT_LT(p.out_err((*enc)->dequantize()), 0.9 * p.out_err(rtn(*c, p.w, rows, cols)->dequantize()));
   auto packed = (*enc)->pack();
   ASSERT_TRUE(packed.is_ok());
   const auto f = spans_of(*packed);

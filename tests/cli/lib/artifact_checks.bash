@@ -38,3 +38,18 @@ if out["token_ids"] != g["generated_ids"]:
     print("got", out["token_ids"], "want", g["generated_ids"]); sys.exit(1)
 PY
 }
+
+# expect_compress_error BIN MODEL CALIB WORK WANT ARGS...: `compress` with ARGS
+# fails with a message containing WANT and writes no artifact under WORK/bad.
+# ok/FAIL line; returns 1 otherwise.
+expect_compress_error() {
+  local bin=$1 model=$2 calib=$3 work=$4 want=$5; shift 5
+  local out rc=0
+  out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/bad" --samples 2 --seq-len 16 --quiet "$@" 2>&1) || rc=$?
+  if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL compress $*: status $rc, output: $out (wanted '$want')"; return 1
+  elif [ -e "$work/bad/model.safetensors" ]; then
+    echo "FAIL compress $*: wrote an artifact"; return 1
+  fi
+  echo "ok   compress $* -> $want"
+}

@@ -1,0 +1,54 @@
+// Shared by the representation tests: packed fields as the spans a codec
+// reads, and a GPTQ problem whose inputs are correlated (so the solver's
+// error feedback has something to use) with its output-error measure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "submoe/runtime/representation.h"
+
+namespace submoe::runtime::testing {
+
+inline std::vector<std::span<const std::byte>> spans_of(const std::vector<PackedTensor>& t) {
+  std::vector<std::span<const std::byte>> s;
+  for (const auto& f : t) s.emplace_back(reinterpret_cast<const std::byte*>(f.bytes.data()), f.bytes.size());
+  return s;
+}
+
+// W [rows, cols] ~ N(0, w_scale^2); tokens of AR(1) inputs x (coefficient
+// 0.8); H = X^T X / tokens.
+struct CorrelatedProblem {
+  uint32_t rows, cols, tokens;
+  std::vector<float> w, x, h;
+
+  CorrelatedProblem(uint32_t r, uint32_t c, uint32_t n, uint32_t seed, float w_scale = 0.05f)
+      : rows(r), cols(c), tokens(n), w(size_t{r} * c), x(size_t{n} * c), h(size_t{c} * c, 0.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> n01;
+    for (float& v : w) v = w_scale * n01(rng);
+    for (uint32_t t = 0; t < n; ++t) {
+      float prev = n01(rng);
+      for (uint32_t j = 0; j < c; ++j) x[size_t{t} * c + j] = prev = 0.8f * prev + 0.6f * n01(rng);
+    }
+    for (uint32_t t = 0; t < n; ++t)
+      for (uint32_t i = 0; i < c; ++i)
+        for (uint32_t j = 0; j < c; ++j) h[size_t{i} * c + j] += x[size_t{t} * c + i] * x[size_t{t} * c + j] / n;
+  }
+  // sum over tokens and rows of ((W - Q) x)^2.
+  double out_err(const std::vector<float>& q) const {
+    double e = 0;
+    for (uint32_t t = 0; t < tokens; ++t)
+      for (uint32_t r = 0; r < rows; ++r) {
+        double d = 0;
+        for (uint32_t c = 0; c < cols; ++c) d += (w[size_t{r} * cols + c] - q[size_t{r} * cols + c]) * x[size_t{t} * cols + c];
+        e += d * d;
+      }
+    return e;
+  }
+};
+
+}  // namespace submoe::runtime::testing
