@@ -11,11 +11,15 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 start_server() {
   local log=$1
   shift
-  "$bin" serve --port 0 "$@" 2>"$log" &
+  # The log exists before the server starts: the background job's redirection
+  # may not have created it yet when sed first reads it, and under
+  # `set -euo pipefail` sed's failure would end the calling test.
+  : >"$log"
+  "$bin" serve --port 0 "$@" 2>>"$log" &
   server_pids+=($!)
   port=""
   for _ in $(seq 1 200); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -1 || true)
     [ -n "$port" ] && break
     kill -0 "${server_pids[-1]}" 2>/dev/null || break
     sleep 0.1
