@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -22,6 +23,17 @@ std::vector<uint8_t> bytes_of(std::span<const T> v, size_t count) {
   std::vector<uint8_t> out(count * sizeof(T), 0);
   if (!v.empty()) std::memcpy(out.data(), v.data(), std::min(count, v.size()) * sizeof(T));
   return out;
+}
+
+// All of `v` as bytes.
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  return bytes_of(std::span<const T>(v), v.size());
+}
+
+// Field bytes viewed as uint8_t (the codec headers' untrusted-byte type).
+inline std::span<const uint8_t> as_u8(std::span<const std::byte> b) {
+  return {reinterpret_cast<const uint8_t*>(b.data()), b.size()};
 }
 
 }  // namespace submoe::runtime::repr

@@ -6,6 +6,7 @@
 // GPT-OSS checkpoint) gives back exactly its values.
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
 
+#include "runtime/repr/bytes_util.h"
 #include "runtime/repr/record_keys.h"
 #include "submoe/codec/mxfp4.h"
 #include "submoe/kernels/mxfp4_gemv.h"
@@ -105,10 +106,7 @@ class Mxfp4Codec final : public MatrixCodec {
  private:
   static Result<mxfp4::Mxfp4Matrix> matrix(uint32_t rows, uint32_t cols, FieldBytes f) {
     if (f.size() != 2) return corrupt_data("mxfp4: " + std::to_string(f.size()) + " fields given, 2 expected");
-    auto u8 = [](std::span<const std::byte> b) {
-      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size());
-    };
-    return mxfp4::from_fields(rows, cols, u8(f[0]), u8(f[1]));
+    return mxfp4::from_fields(rows, cols, as_u8(f[0]), as_u8(f[1]));
   }
 };
 

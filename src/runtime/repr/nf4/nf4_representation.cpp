@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/repr/bytes_util.h"
 #include "runtime/repr/record_keys.h"
 #include "submoe/codec/nf4.h"
 #include "submoe/runtime/artifact_format.h"
@@ -37,12 +38,6 @@ Result<nf4::Nf4Scales> parse_scales(const std::string& s) {
 
 io::DType absmax_dtype(nf4::Nf4Scales s) {
   return s == nf4::Nf4Scales::kF32 ? io::DType::kF32 : s == nf4::Nf4Scales::kF16 ? io::DType::kF16 : io::DType::kU8;
-}
-
-std::vector<uint8_t> bytes_of(const void* p, size_t n) {
-  std::vector<uint8_t> b(n);
-  if (n) std::memcpy(b.data(), p, n);
-  return b;
 }
 
 class Nf4Encoder final : public MatrixEncoder {
@@ -75,17 +70,17 @@ class Nf4Encoder final : public MatrixEncoder {
     switch (p_.scales) {
       case nf4::Nf4Scales::kF32:
         out.push_back({std::string(kFieldAbsmax), io::DType::kF32, {r, nb},
-                       bytes_of(m.absmax_f32.data(), 4 * m.absmax_f32.size())});
+                       bytes_of(m.absmax_f32)});
         break;
       case nf4::Nf4Scales::kF16:
         out.push_back({std::string(kFieldAbsmax), io::DType::kF16, {r, nb},
-                       bytes_of(m.absmax_f16.data(), 2 * m.absmax_f16.size())});
+                       bytes_of(m.absmax_f16)});
         break;
       case nf4::Nf4Scales::kDq8:
         out.push_back({std::string(kFieldAbsmax), io::DType::kU8, {r, nb}, m.absmax_codes});
         out.push_back({std::string(kFieldAbsmax2), io::DType::kF32, {static_cast<int64_t>(m.absmax2.size())},
-                       bytes_of(m.absmax2.data(), 4 * m.absmax2.size())});
-        out.push_back({std::string(kFieldOffset), io::DType::kF32, {1}, bytes_of(&m.offset, 4)});
+                       bytes_of(m.absmax2)});
+        out.push_back({std::string(kFieldOffset), io::DType::kF32, {1}, bytes_of(std::vector<float>{m.offset})});
         break;
     }
     return out;
@@ -185,13 +180,10 @@ class Nf4Codec final : public MatrixCodec {
     const size_t want = p_.scales == nf4::Nf4Scales::kDq8 ? 4 : 2;
     if (f.size() != want)
       return corrupt_data("nf4: " + std::to_string(f.size()) + " fields given, " + std::to_string(want) + " expected");
-    auto u8 = [](std::span<const std::byte> b) {
-      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size());
-    };
-    nf4::Nf4Fields fields{u8(f[0]), u8(f[1]), {}, {}};
+    nf4::Nf4Fields fields{as_u8(f[0]), as_u8(f[1]), {}, {}};
     if (want == 4) {
-      fields.absmax2 = u8(f[2]);
-      fields.offset = u8(f[3]);
+      fields.absmax2 = as_u8(f[2]);
+      fields.offset = as_u8(f[3]);
     }
     return nf4::from_fields(rows, cols, p_.block, p_.scales, fields);
   }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/repr/bytes_util.h"
 #include "runtime/repr/record_keys.h"
 #include "submoe/codec/squeezellm.h"
 #include "submoe/core/bf16.h"
@@ -41,13 +42,6 @@ struct SqueezeParams {
 };
 
 uint16_t half_saturating(float v) { return float_to_f16_bits(std::clamp(v, -65504.0f, 65504.0f)); }
-
-template <typename T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 class SqueezeEncoder final : public MatrixEncoder {
  public:
@@ -269,14 +263,11 @@ class SqueezeCodec final : public MatrixCodec {
     if (f.size() != want)
       return corrupt_data("squeezellm: " + std::to_string(f.size()) + " fields given, " + std::to_string(want) +
                           " expected");
-    auto u8 = [](std::span<const std::byte> b) {
-      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size());
-    };
-    squeezellm::SqueezeFields fields{u8(f[0]), u8(f[1]), {}, {}, {}};
+    squeezellm::SqueezeFields fields{as_u8(f[0]), as_u8(f[1]), {}, {}, {}};
     if (want == 5) {
-      fields.row_ptr = u8(f[2]);
-      fields.col = u8(f[3]);
-      fields.value = u8(f[4]);
+      fields.row_ptr = as_u8(f[2]);
+      fields.col = as_u8(f[3]);
+      fields.value = as_u8(f[4]);
     }
     return squeezellm::from_fields(rows, cols, p_.bits, p_.exceptions(), fields);
   }
