@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "submoe/codec/csr_exceptions.h"
 #include "submoe/core/bf16.h"
 
 namespace submoe::squeezellm {
@@ -91,43 +92,18 @@ Result<SqueezeMatrix> from_fields(uint32_t rows, uint32_t cols, uint32_t bits, b
       return corrupt_data("squeezellm: exceptions given to a matrix stored without them");
     return m;
   }
-  if (f.row_ptr.size() != 4 * (size_t{rows} + 1) || f.col.size() % 2 != 0 || f.value.size() != f.col.size())
-    return corrupt_data("squeezellm: exception arrays of " + std::to_string(f.row_ptr.size()) + ", " +
-                        std::to_string(f.col.size()) + " and " + std::to_string(f.value.size()) +
-                        " bytes (expected row_ptr of " + std::to_string(4 * (size_t{rows} + 1)) +
-                        " and equal column / value arrays)");
-  const size_t nnz = f.col.size() / 2;
-  m.row_ptr.resize(rows + 1);
-  std::memcpy(m.row_ptr.data(), f.row_ptr.data(), f.row_ptr.size());
-  m.col.resize(nnz);
-  m.value.resize(nnz);
-  if (nnz > 0) {  // (memcpy of nothing would still take null pointers)
-    std::memcpy(m.col.data(), f.col.data(), f.col.size());
-    std::memcpy(m.value.data(), f.value.data(), f.value.size());
-  }
-  if (m.row_ptr[0] != 0 || static_cast<size_t>(m.row_ptr[rows]) != nnz)
-    return corrupt_data("squeezellm: row_ptr runs from " + std::to_string(m.row_ptr[0]) + " to " +
-                        std::to_string(m.row_ptr[rows]) + " (expected 0 to " + std::to_string(nnz) + ")");
-  for (size_t r = 0; r < rows; ++r) {
-    const int32_t b = m.row_ptr[r], e = m.row_ptr[r + 1];
-    if (e < b || e > static_cast<int32_t>(nnz))
-      return corrupt_data("squeezellm: row_ptr decreases or overruns at " + at_row(r));
-    for (int32_t i = b; i < e; ++i) {
+  codec::CsrLists csr;
+  SUBMOE_RETURN_IF_ERROR(codec::read_csr("squeezellm", rows, cols, f.row_ptr, f.col, f.value, csr));
+  m.row_ptr = std::move(csr.row_ptr);
+  m.col = std::move(csr.col);
+  m.value = std::move(csr.value);
+  for (size_t r = 0; r < rows; ++r)
+    for (int32_t i = m.row_ptr[r]; i < m.row_ptr[r + 1]; ++i) {
       const uint16_t c = m.col[static_cast<size_t>(i)];
-      if (c >= cols)
-        return corrupt_data("squeezellm: " + at_row(r) + " has an exception at column " + std::to_string(c) +
-                            " of " + std::to_string(cols));
-      if (i > b && c <= m.col[static_cast<size_t>(i) - 1])
-        return corrupt_data("squeezellm: " + at_row(r) + "'s exception columns are not strictly increasing at " +
-                            std::to_string(c) + (c == m.col[static_cast<size_t>(i) - 1] ? " (a duplicate coordinate)" : ""));
-      if (!std::isfinite(f16_bits_to_float(m.value[static_cast<size_t>(i)])))
-        return corrupt_data("squeezellm: " + at_row(r) + "'s exception at column " + std::to_string(c) +
-                            " is not finite");
       if (code_at(m.codes.data() + r * row_bytes, c, bits) != 0)
         return corrupt_data("squeezellm: " + at_row(r) + "'s dense code under the exception at column " +
                             std::to_string(c) + " is not 0 (the hole policy)");
     }
-  }
   return m;
 }
 

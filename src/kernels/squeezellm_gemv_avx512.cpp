@@ -6,7 +6,7 @@
 //   3-bit: a 12-byte group broadcast twice (bytes 0..7 and 4..11) and
 //          vpmultishiftqb moving column j's 3 bits to the bottom of lane j.
 // Then 2 FMAs per 32 weights a token into four independent accumulators,
-// tokens 4 at a time, and the row's exceptions 16 at a time (gathers).
+// tokens 4 at a time, and the row's exceptions 16 at a time (csr_pass_avx512.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "csr_pass_avx512.h"
 #include "squeezellm_gemv_internal.h"
 #include "token_groups.h"
 
@@ -94,36 +95,16 @@ void row_tokens(const SqueezeGemmArgs& a, uint32_t r, uint32_t t0) {
         _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
-// Row r's exception corrections, 16 at a time: the columns widened from u16,
-// the activations gathered, the fp16 values converted exactly (vcvtph2ps),
-// masked at the row's tail.
-void row_exceptions(const SqueezeGemmArgs& a, uint32_t r) {
-  if (a.w.row_ptr == nullptr) return;
-  const int32_t begin = a.w.row_ptr[r], end = a.w.row_ptr[r + 1];
-  if (begin == end) return;
-  const __m512 lut0 = _mm512_set1_ps(finite_half_to_float(a.w.lut[size_t{r} << a.w.bits]));
-  for (uint32_t t = 0; t < a.batch; ++t) {
-    const float* x = a.x + t * a.x_stride;
-    __m512 acc = _mm512_setzero_ps();
-    for (int32_t i = begin; i < end; i += 16) {
-      const int n = std::min(16, end - i);
-      const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-      const __m512i cols = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a.w.col + i));
-      const __m512 v = _mm512_sub_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, a.w.value + i)), lut0);
-      const __m512 xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, cols, x, 4);
-      acc = _mm512_mask3_fmadd_ps(v, xv, acc, m);
-    }
-    a.y[t * a.y_stride + r] += _mm512_reduce_add_ps(acc);
-  }
-}
-
 }  // namespace
 
 void squeezellm_rows_avx512(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   for_rows_and_token_groups(
       row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens<4>(a, r, t); },
       [&](uint32_t r, uint32_t t) { row_tokens<1>(a, r, t); });
-  for (uint32_t r = row_begin; r < row_end; ++r) row_exceptions(a, r);
+  for (uint32_t r = row_begin; r < row_end; ++r)
+    if (a.w.row_ptr != nullptr)
+      csr_row_pass_avx512(squeezellm_csr(a.w), r, finite_half_to_float(a.w.lut[size_t{r} << a.w.bits]), a.x,
+                          a.x_stride, a.batch, a.y, a.y_stride);
 }
 
 }  // namespace submoe::kernels::detail

@@ -2,6 +2,7 @@
 // share: the row's table widened to floats, and the sparse correction.
 #pragma once
 
+#include "csr_pass.h"
 #include "finite_half.h"
 #include "submoe/kernels/squeezellm_gemv.h"
 
@@ -20,20 +21,9 @@ inline void squeezellm_row_table(const SqueezeView& w, uint32_t r, float* table1
 
 // Adds row r's exceptions to every token's y[r]: (value - lut[r][0]) x[c]
 // (the dense pass computed lut[r][0] x[c] there), from the original x.
+inline CsrRows squeezellm_csr(const SqueezeView& w) { return {w.row_ptr, w.col, w.value}; }
 inline void squeezellm_row_exceptions(const SqueezeGemmArgs& a, uint32_t r, float lut0) {
-  if (a.w.row_ptr == nullptr) return;
-  const int32_t begin = a.w.row_ptr[r], end = a.w.row_ptr[r + 1];
-  for (uint32_t t = 0; t < a.batch; ++t) {
-    const float* x = a.x + t * a.x_stride;
-    float acc0 = 0.0f, acc1 = 0.0f;  // two chains in registers, not a chain through y[r]
-    int32_t i = begin;
-    for (; i + 1 < end; i += 2) {
-      acc0 += (finite_half_to_float(a.w.value[i]) - lut0) * x[a.w.col[i]];
-      acc1 += (finite_half_to_float(a.w.value[i + 1]) - lut0) * x[a.w.col[i + 1]];
-    }
-    if (i < end) acc0 += (finite_half_to_float(a.w.value[i]) - lut0) * x[a.w.col[i]];
-    a.y[t * a.y_stride + r] += acc0 + acc1;
-  }
+  csr_row_pass(squeezellm_csr(a.w), r, lut0, a.x, a.x_stride, a.batch, a.y, a.y_stride);
 }
 
 }  // namespace submoe::kernels::detail

@@ -36,6 +36,9 @@ Status check_quantizer(const BlockQuantizer& q, size_t rows, size_t cols) {
   if (g != 0 && (g % d != 0 || cols % g != 0))
     return invalid_argument("quantizer group width " + std::to_string(g) + " is not a multiple of its block width " +
                             std::to_string(d) + " dividing " + std::to_string(cols) + " columns");
+  if (q.row_block() == 0 || (q.row_block() > 1 && g == 0))
+    return invalid_argument("quantizer row block " + std::to_string(q.row_block()) +
+                            " (must be 1, or more with column groups)");
   return Status::ok();
 }
 
@@ -44,14 +47,14 @@ void begin_rows(std::span<const float> w, size_t rows, size_t cols, BlockQuantiz
 }
 
 void rtn_into(std::span<const float> w, size_t rows, size_t cols, BlockQuantizer& q) {
-  const size_t d = q.block_width(), g = q.group_width();
+  const size_t d = q.block_width(), g = q.group_width(), rb = q.row_block();
   std::vector<float> rec(d);
-  for (size_t r = 0; r < rows; ++r) {
-    const std::span<const float> row = w.subspan(r * cols, cols);
-    q.begin_row(r, row);
+  for (size_t r0 = 0; r0 < rows; r0 += rb) {
+    const size_t r1 = std::min(rows, r0 + rb);
+    for (size_t r = r0; r < r1; ++r) q.begin_row(r, w.subspan(r * cols, cols));
     for (size_t c = 0; c < cols; c += d) {
-      if (g != 0 && c % g == 0) q.begin_group(r, c, row.subspan(c, g));
-      q.quantize(r, c, row.data() + c, rec.data());
+      if (g != 0 && c % g == 0) q.begin_groups(r0, r1, c, w.data() + r0 * cols + c, cols);
+      for (size_t r = r0; r < r1; ++r) q.quantize(r, c, w.data() + r * cols + c, rec.data());
     }
   }
 }
@@ -73,7 +76,7 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
   SUBMOE_RETURN_IF_ERROR(check_quantizer(quantizer, rows, cols));
   SUBMOE_RETURN_IF_ERROR(check_finite(w_in, "weight"));
   SUBMOE_RETURN_IF_ERROR(check_finite(h_in, "Hessian"));
-  const size_t d = quantizer.block_width(), g = quantizer.group_width();
+  const size_t d = quantizer.block_width(), g = quantizer.group_width(), rb = quantizer.row_block();
   if (options.act_order && (g != 0 || d != 1)) {
     return invalid_argument("act-order is supported with per-row scalar grids only");
   }
@@ -138,35 +141,41 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
     const size_t b1 = std::min(cols, b0 + block);
     const size_t nb = b1 - b0;
     if (!options.act_order) quantizer.begin_columns(b0, b1, u.data(), cols);
-    auto process_rows = [&](size_t r_begin, size_t r_end, int) {
+    // Row blocks of rb rows (1 unless the quantizer couples rows), each walked
+    // column by column with its rows in lockstep.
+    auto process_blocks = [&](size_t k_begin, size_t k_end, int) {
       std::vector<float> rec(d), e(d);
-      for (size_t r = r_begin; r < r_end; ++r) {
-        float* row = w.data() + r * cols;
-        float* row_err = err.data() + r * block;
-        double loss = 0.0;
+      for (size_t k0 = k_begin; k0 < k_end; ++k0) {
+        const size_t r0 = k0 * rb, r1 = std::min(rows, r0 + rb);
         for (size_t i = b0; i < b1; i += d) {
-          if (g != 0 && i % g == 0) quantizer.begin_group(r, i, {row + i, g});
-          quantizer.quantize(r, perm[i], row + i, rec.data());
-          // e U_FF = (w_F - q_F): forward substitution over the block (U upper).
-          for (size_t k = 0; k < d; ++k) {
-            float v = row[i + k] - rec[k];
-            for (size_t m = 0; m < k; ++m) v -= e[m] * u[(i + m) * cols + i + k];
-            e[k] = v / u[(i + k) * cols + i + k];
-            loss += 0.5 * static_cast<double>(e[k]) * e[k];
-          }
-          for (size_t k = 0; k < d; ++k) {
-            const float* uk = u.data() + (i + k) * cols;
-            for (size_t j = i + d; j < b1; ++j) row[j] -= e[k] * uk[j];
-            row_err[i - b0 + k] = e[k];
+          if (g != 0 && i % g == 0) quantizer.begin_groups(r0, r1, i, w.data() + r0 * cols + i, cols);
+          for (size_t r = r0; r < r1; ++r) {
+            float* row = w.data() + r * cols;
+            float* row_err = err.data() + r * block;
+            quantizer.quantize(r, perm[i], row + i, rec.data());
+            // e U_FF = (w_F - q_F): forward substitution over the block (U upper).
+            double loss = 0.0;
+            for (size_t k = 0; k < d; ++k) {
+              float v = row[i + k] - rec[k];
+              for (size_t m = 0; m < k; ++m) v -= e[m] * u[(i + m) * cols + i + k];
+              e[k] = v / u[(i + k) * cols + i + k];
+              loss += 0.5 * static_cast<double>(e[k]) * e[k];
+            }
+            for (size_t k = 0; k < d; ++k) {
+              const float* uk = u.data() + (i + k) * cols;
+              for (size_t j = i + d; j < b1; ++j) row[j] -= e[k] * uk[j];
+              row_err[i - b0 + k] = e[k];
+            }
+            row_loss[r] += loss;
           }
         }
-        row_loss[r] += loss;
       }
     };
+    const size_t row_blocks = (rows + rb - 1) / rb;
     if (pool) {
-      pool->parallel_for(rows, 16, process_rows);
+      pool->parallel_for(row_blocks, std::max<size_t>(1, 16 / rb), process_blocks);
     } else {
-      process_rows(0, rows, 0);
+      process_blocks(0, row_blocks, 0);
     }
     // Lazy batch update of the columns after the block: W[:, b1:] -= Err U[b0:b1, b1:].
     if (b1 < cols) {

@@ -13,6 +13,7 @@
 #include "submoe/core/status.h"
 #include "submoe/codec/mxfp4.h"
 #include "submoe/codec/nf4.h"
+#include "submoe/codec/spqr.h"
 #include "submoe/codec/squeezellm.h"
 #include "submoe/io/safetensors.h"
 #include "submoe/kernels/activations.h"
@@ -87,5 +88,11 @@ std::unique_ptr<LinearOp> make_nf4_linear(nf4::Nf4Matrix m,
 std::unique_ptr<LinearOp> make_squeezellm_linear(squeezellm::SqueezeMatrix m,
                                                  kernels::ActivationType activations = kernels::ActivationType::kF32,
                                                  kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
+
+// The fused SpQR op (two-level dense groups + correction exceptions) over a
+// validated matrix (spqr::from_fields); modes as make_nf4_linear.
+std::unique_ptr<LinearOp> make_spqr_linear(spqr::SpqrMatrix m,
+                                           kernels::ActivationType activations = kernels::ActivationType::kF32,
+                                           kernels::ActivationQuant quant = kernels::ActivationQuant::kExact);
 
 }  // namespace submoe::model

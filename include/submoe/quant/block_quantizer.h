@@ -7,8 +7,9 @@
 // block_width(); for every row it calls begin_row once with the row's original
 // values, begin_group at each multiple of group_width() (when non-zero) with
 // the row's CURRENT (error-updated) values of that group, and quantize for each
-// block with the block's current values. Calls for different rows may run
-// concurrently; calls for one row come from one thread, in column order (or,
+// block with the block's current values. Calls for different rows (or row
+// blocks, see row_block) may run concurrently; calls for one row come from one
+// thread, in column order (or,
 // with act-order, in the solver's permuted order; only quantizers with block
 // width 1 and no groups allow that).
 #pragma once
@@ -42,6 +43,18 @@ class BlockQuantizer {
   virtual void begin_row(size_t r, std::span<const float> original) = 0;
   // Columns [c, c + group_width()) of row r, current values.
   virtual void begin_group(size_t /*r*/, size_t /*c*/, std::span<const float> /*current*/) {}
+  // Rows whose group parameters are fitted jointly (SpQR quantizes each
+  // group's scales and zeros again over blocks of 16 rows); 1 = independent
+  // rows. With more, the solver walks the rows [r0, r0 + row_block()) (fewer
+  // at the end) of a block in lockstep, one thread per block: at each group
+  // it calls begin_groups for all of them before quantizing any of them in
+  // that group. Needs group_width() > 0.
+  virtual size_t row_block() const { return 1; }
+  // Columns [c, c + group_width()) of rows [r0, r1), current values (row r at
+  // current + (r - r0) * ld). The default calls begin_group for each row.
+  virtual void begin_groups(size_t r0, size_t r1, size_t c, const float* current, size_t ld) {
+    for (size_t r = r0; r < r1; ++r) begin_group(r, c, {current + (r - r0) * ld, group_width()});
+  }
   // The solver's metric for the blocks of columns [c0, c1) (a multiple of
   // block_width() each), called before any row quantizes them, from one
   // thread, with no act-order only. `u` points to the upper Cholesky factor U

@@ -6,6 +6,7 @@
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
 #include "runtime/repr/nf4/nf4_representation.h"
 #include "runtime/repr/rvq/rvq_representation.h"
+#include "runtime/repr/spqr/spqr_representation.h"
 #include "runtime/repr/squeezellm/squeezellm_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
 #include "submoe/runtime/representation.h"
@@ -13,14 +14,15 @@
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 6>& registry() {
-  static const std::array<const Representation*, 6> r = {
+const std::array<const Representation*, 7>& registry() {
+  static const std::array<const Representation*, 7> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
       &repr::mxfp4_representation(),
       &repr::nf4_representation(),
       &repr::squeezellm_representation(),
+      &repr::spqr_representation(),
   };
   return r;
 }

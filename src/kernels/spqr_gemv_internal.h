@@ -1,0 +1,52 @@
+// The per-ISA SpQR row kernels (kernels/spqr_gemv.h) and what they share: a
+// group's decoded statistics and the code-spreading masks.
+#pragma once
+
+#include <cstring>
+
+#include "csr_pass.h"
+#include "finite_half.h"
+#include "submoe/kernels/spqr_gemv.h"
+
+namespace submoe::kernels::detail {
+
+void spqr_rows_scalar(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void spqr_rows_avx2(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void spqr_rows_avx512(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+
+// Entry `index` (r * groups + g) of the 6-bit stat stream: a second byte is
+// read only when the entry reaches into it (so never past the stream's end).
+inline uint32_t spqr_stat_entry(const uint8_t* stream, size_t index) {
+  const size_t bit = index * spqr::kStatEntryBits;
+  uint32_t e = stream[bit / 8] >> (bit % 8);
+  if (bit % 8 > 8 - spqr::kStatEntryBits) e |= static_cast<uint32_t>(stream[bit / 8 + 1]) << (8 - bit % 8);
+  return e & 63;
+}
+
+// Group (r, g)'s scale and zero, by codec/spqr.h's formula (the same float
+// operations as spqr::group_stats, so the weights match the decoder's bits).
+inline spqr::GroupStats spqr_group_stats(const SpqrView& w, uint32_t r, uint32_t g) {
+  const uint32_t groups = w.cols / spqr::kGroup;
+  const uint32_t e = spqr_stat_entry(w.stat_codes, size_t{r} * groups + g);
+  const uint16_t* par = w.stat_params + ((size_t{r} / spqr::kStatRows) * groups + g) * 4;
+  return {finite_half_to_float(par[0]) * (static_cast<float>(e & 7) - finite_half_to_float(par[1])),
+          finite_half_to_float(par[2]) * (static_cast<float>(e >> 3) - finite_half_to_float(par[3]))};
+}
+
+inline CsrRows spqr_csr(const SpqrView& w) { return {w.row_ptr, w.col, w.value}; }
+
+// One group's 16 codes (2 kBits bytes) as a little-endian word, read without
+// touching the bytes after them.
+template <uint32_t kBits>
+inline uint64_t spqr_group_word(const uint8_t* row_codes, uint32_t g) {
+  uint64_t v = 0;
+  std::memcpy(&v, row_codes + size_t{g} * 2 * kBits, 2 * kBits);
+  return v;
+}
+// pdep masks spreading 8 kBits-bit codes into the low bits of 8 bytes.
+template <uint32_t kBits>
+inline constexpr uint64_t spqr_spread_mask() {
+  return 0x0101010101010101ull * ((1u << kBits) - 1);
+}
+
+}  // namespace submoe::kernels::detail
