@@ -29,7 +29,11 @@ SpqrView SpqrView::of(const spqr::SpqrMatrix& m) {
   return v;
 }
 
-const SpqrGemvKernels& spqr_gemv_kernels(Isa isa) { return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512); }
+const SpqrGemvKernels& spqr_gemv_kernels(Isa isa) {
+  // The AVX-512 rows need VBMI (vpmultishiftqb); without it the AVX2 rows run.
+  if (isa == Isa::kAvx512 && !cpu_features().avx512_vbmi) return kAvx2;
+  return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
+}
 
 const SpqrGemvKernels& best_spqr_gemv_kernels() {
   static const SpqrGemvKernels& best = spqr_gemv_kernels(best_isa());

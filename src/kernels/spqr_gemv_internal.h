@@ -36,12 +36,26 @@ inline spqr::GroupStats spqr_group_stats(const SpqrView& w, uint32_t r, uint32_t
 inline CsrRows spqr_csr(const SpqrView& w) { return {w.row_ptr, w.col, w.value}; }
 
 // One group's 16 codes (2 kBits bytes) as a little-endian word, read without
-// touching the bytes after them.
+// touching the bytes after them, in registers (a 6-byte copy into a zeroed
+// stack word would stall on store forwarding).
 template <uint32_t kBits>
 inline uint64_t spqr_group_word(const uint8_t* row_codes, uint32_t g) {
-  uint64_t v = 0;
-  std::memcpy(&v, row_codes + size_t{g} * 2 * kBits, 2 * kBits);
-  return v;
+  const uint8_t* p = row_codes + size_t{g} * 2 * kBits;
+  if constexpr (kBits == 4) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  } else if constexpr (kBits == 3) {
+    uint32_t lo;
+    uint16_t hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 2);
+    return lo | (static_cast<uint64_t>(hi) << 32);
+  } else {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
 }
 // pdep masks spreading 8 kBits-bit codes into the low bits of 8 bytes.
 template <uint32_t kBits>
