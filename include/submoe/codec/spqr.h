@@ -1,4 +1,4 @@
-// SpQR matrices (Dettmers et al.; seed 002 section 0x04, docs/format.md 9.9):
+// SpQR matrices (Dettmers et al.; seed 002 section 0x04, docs/format.md 9.2):
 // small-group asymmetric scalar codes whose group statistics are themselves
 // quantized, plus a sparse list of fp16 exceptions with CORRECTION semantics.
 //

@@ -1,7 +1,7 @@
 // spqr: SpQR's representation (seed 002, 0x04): 2- to 4-bit asymmetric codes
 // in groups of 16 columns, their scales and zeros coded again in 3 bits over
 // blocks of 16 rows, and fp16 exceptions with correction semantics found by
-// the dynamic sensitivity test during GPTQ (docs/format.md 9.9).
+// the dynamic sensitivity test during GPTQ (docs/format.md 9.2).
 #pragma once
 
 #include "submoe/runtime/representation.h"
