@@ -51,7 +51,40 @@ struct Inspection {
   uint64_t expert_packed_bytes = 0, dictionary_bytes = 0;  // shared tensors (dictionaries, codebooks)
   nlohmann::ordered_json ledger;  // submoe_manifest.json "ledger"; null when absent
   std::optional<Verification> verified;
+  // Layers with dense-and-sparse matrices (seed 002 0x03C): realized density
+  // and the break-even density against a dense stream one bit wider.
+  struct SparseLayer {
+    int layer = 0;
+    uint64_t weights = 0, nnz = 0;
+    double break_even = 0;
+  };
+  std::vector<SparseLayer> sparse_layers;
 };
+
+// Sums one layer's sparse footprints (runtime::MatrixCodec::sparse_footprint).
+std::optional<Inspection::SparseLayer> sparse_layer(const runtime::Artifact& a, int l) {
+  Inspection::SparseLayer out;
+  out.layer = l;
+  double room_bits = 0, entry_bits = 0;
+  for (int e = 0; e < a.num_experts(); ++e) {
+    if (!a.has_expert(l, e)) continue;
+    for (artifact::Projection p : artifact::kProjections) {
+      const bool down = p == artifact::Projection::kDown;
+      const uint32_t rows = down ? a.expert_hidden() : a.expert_inner(), cols = down ? a.expert_inner() : a.expert_hidden();
+      const auto f = a.expert_codec(l, e, p).sparse_footprint(rows, cols, a.expert_field_bytes(l, e, p));
+      if (!f) continue;
+      const uint64_t w = uint64_t{rows} * cols;
+      out.weights += w;
+      out.nnz += f->nnz;
+      room_bits += (f->code_bits + 1.0) * static_cast<double>(w) -
+                   8.0 * static_cast<double>(f->dense_bytes + f->sparse_fixed_bytes);
+      entry_bits = 8.0 * f->entry_bytes;
+    }
+  }
+  if (out.weights == 0) return std::nullopt;
+  out.break_even = room_bits > 0 && entry_bits > 0 ? room_bits / (entry_bits * static_cast<double>(out.weights)) : 0;
+  return out;
+}
 
 // --verify: every byte read and checked. An artifact's dense tensors and every
 // expert against the manifest's checksums (files, header and shared tensors
@@ -119,6 +152,8 @@ Status load_artifact(const std::string& dir, Inspection* in) {
     }
   }
   in->dictionary_bytes = a.shared_tensor_bytes();
+  for (int l = 0; l < a.num_layers(); ++l)
+    if (auto s = sparse_layer(a, l)) in->sparse_layers.push_back(*s);
   const fs::path manifest = fs::path(dir) / artifact::kManifestFile;
   std::error_code ec;
   if (!fs::exists(manifest, ec)) return Status::ok();
@@ -267,6 +302,14 @@ void print_json(const Inspection& in, const InspectOptions& opt) {
     qj["shared_tensor_bytes"] = in.dictionary_bytes;
     qj["expert_packed_bits_per_weight"] =
         in.expert_weights ? 8.0 * static_cast<double>(in.expert_packed_bytes) / static_cast<double>(in.expert_weights) : 0.0;
+    nlohmann::ordered_json sparse = nlohmann::ordered_json::array();
+    for (const auto& sl : in.sparse_layers)
+      sparse.push_back({{"layer", sl.layer},
+                        {"weights", sl.weights},
+                        {"exceptions", sl.nnz},
+                        {"density", static_cast<double>(sl.nnz) / static_cast<double>(sl.weights)},
+                        {"break_even_density", sl.break_even}});
+    qj["sparse_ledger"] = std::move(sparse);
     j["quantization"] = std::move(qj);
     j["ledger"] = in.ledger;
   } else {
@@ -376,6 +419,20 @@ void print_text(const Inspection& in, const InspectOptions& opt) {
       std::cout << (q.contracts.empty() ? " (not recorded: written before contracts)" : ", recorded and verified")
                 << "\n               " << k.packing_layout << "\n";
     }
+    // 0x03C: what the exceptions cost against spending the same bits on a wider dense code.
+    for (size_t i = 0; i < in.sparse_layers.size(); ++i) {
+      const auto& sl = in.sparse_layers[i];
+      char line[200];
+      std::snprintf(line, sizeof line, "layer %d: %.3f%% exceptions (%llu of %s), break-even %.3f%%%s", sl.layer,
+                    100.0 * static_cast<double>(sl.nnz) / static_cast<double>(sl.weights),
+                    static_cast<unsigned long long>(sl.nnz), human_count(static_cast<int64_t>(sl.weights)).c_str(),
+                    100.0 * sl.break_even,
+                    static_cast<double>(sl.nnz) > sl.break_even * static_cast<double>(sl.weights) ? " (above: a dense code one bit wider costs less)" : "");
+      std::cout << (i == 0 ? "sparse:        " : "               ") << line << "\n";
+    }
+    if (!in.sparse_layers.empty())
+      std::cout << "               (break-even: the exception share at which the matrix costs as much as a dense code\n"
+                   "               one bit wider, 32 bits an exception; seed 002 0x03C)\n";
     const auto classes = in.ledger.is_object() ? in.ledger.find("dense_classes") : in.ledger.end();
     if (in.ledger.is_object() && classes != in.ledger.end() && classes->is_object()) {
       std::cout << "dense weights:\n";

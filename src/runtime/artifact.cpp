@@ -98,6 +98,14 @@ const MatrixCodec& Artifact::expert_codec(int layer, int expert, artifact::Proje
   return *codecs_[x.codec[static_cast<size_t>(p)]];
 }
 
+std::vector<uint64_t> Artifact::expert_field_bytes(int layer, int expert, artifact::Projection p) const {
+  const ExpertLayout& x = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
+  std::vector<uint64_t> sizes;
+  for (uint32_t i = x.first_field[static_cast<size_t>(p)]; i < x.first_field[static_cast<size_t>(p) + 1]; ++i)
+    sizes.push_back(x.fields[i].nbytes);
+  return sizes;
+}
+
 std::string Artifact::summary() const {
   std::string s;
   std::set<std::string> seen;

@@ -29,6 +29,14 @@ for want in "spqr (3-bit groups of 16, 3-bit statistics, outlier threshold 0.2),
   "contracts:     [0] scalar-affine-two-level, scalar codes, sparse correction, kernel spqr_gemv v1"; do
   grep -qF -- "$want" <<<"$info" && echo "ok   inspect: $want" || fail "inspect lacks '$want': $info"
 done
+grep -qE "^sparse: +layer 0: [0-9.]+% exceptions \([0-9]+ of [0-9.]+M\), break-even 0\.7[0-9]+%" <<<"$info" &&
+  echo "ok   inspect prints the sparse ledger (density and break-even per layer)" || fail "sparse ledger: $info"
+"$bin" inspect "$work/s3" --json --no-tensors 2>/dev/null | python3 -c '
+import json, sys
+q = json.load(sys.stdin)["quantization"]
+s = q["sparse_ledger"]
+assert len(s) == 6 and all(0 < l["density"] < 0.05 and 0.005 < l["break_even_density"] < 0.01 for l in s), s
+' && echo "ok   inspect --json: sparse_ledger" || fail "inspect --json sparse_ledger"
 grep -q '"outlier_threshold": 0.2' "$work/s3/submoe_manifest.json" && echo "ok   the manifest's provenance records the threshold" ||
   fail "provenance: $(grep -A8 spqr "$work/s3/submoe_manifest.json" | head -20)"
 ( check_eval_paths "$bin" "$work/s3" "$text" "spqr 3-bit" ) || fails=$((fails + 1))

@@ -29,6 +29,8 @@ for want in "squeezellm (3-bit row tables, with exceptions), gptq, grid squeezel
   "contracts:     [0] scalar-lut-rowwise, scalar codes, sparse replacement, kernel squeezellm_gemv v1"; do
   grep -qF -- "$want" <<<"$info" && echo "ok   inspect: $want" || fail "inspect lacks '$want': $info"
 done
+grep -qE "^sparse: +layer 0: 0\.450% exceptions \([0-9]+ of [0-9.]+M\), break-even 1\.[0-9]+%" <<<"$info" &&
+  echo "ok   inspect prints the sparse ledger (0.45% realized, break-even per layer)" || fail "sparse ledger: $info"
 grep -q '"outliers": 0.004' "$work/sq3/submoe_manifest.json" && echo "ok   the manifest's provenance records the fractions" ||
   fail "provenance: $(grep -A8 squeezellm "$work/sq3/submoe_manifest.json" | head -20)"
 ( check_eval_paths "$bin" "$work/sq3" "$text" "squeezellm 3-bit + exceptions" ) || fails=$((fails + 1))

@@ -89,6 +89,17 @@ TEST(SpqrRepresentation, ReconstructionIsTheDecodersAndTheLedgerCountsEveryByte)
       auto op = c->make_op(rows, cols, f, ExecutionMode::kFused);
       ASSERT_TRUE(op.is_ok());
       EXPECT_EQ((*op)->weight_bytes(), bytes);
+      // The sparse ledger (0x03C): the split adds up to the bytes; break-even by hand.
+      std::vector<uint64_t> sizes;
+      for (const auto& t : *packed) sizes.push_back(t.bytes.size());
+      const auto fp = c->sparse_footprint(rows, cols, sizes);
+      ASSERT_TRUE(fp.has_value());
+      EXPECT_EQ(fp->nnz, nnz);
+      EXPECT_EQ(fp->dense_bytes + fp->sparse_fixed_bytes + fp->entry_bytes * fp->nnz, bytes);
+      const double weights = double(rows) * cols;
+      const double want = std::max(0.0, (bits + 1 - 8.0 * (fp->dense_bytes + 4.0 * (rows + 1)) / weights) / 32);
+      EXPECT_NEAR(sparse_break_even(*fp, rows * cols), want, 1e-12);
+      EXPECT_GT(want, 0.005) << "spqr's 0.625 bits of statistics leave room for ~1% exceptions";
     }
   }
 }

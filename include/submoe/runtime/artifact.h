@@ -84,6 +84,8 @@ class Artifact {
   const std::vector<std::shared_ptr<const MatrixCodec>>& codecs() const { return codecs_; }
   // The codec of one projection of a routed expert (has_expert must hold).
   const MatrixCodec& expert_codec(int layer, int expert, artifact::Projection p) const;
+  // The byte sizes of one projection's fields, in FieldSpec order (has_expert must hold).
+  std::vector<uint64_t> expert_field_bytes(int layer, int expert, artifact::Projection p) const;
   // One line: the codecs' summaries, method and grid, e.g.
   // "ternary_dict (qmoe, p0 0.885), gptq, grid ternary".
   std::string summary() const;

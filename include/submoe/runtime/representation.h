@@ -84,6 +84,16 @@ class MatrixEncoder : public quant::BlockQuantizer {
 
 class Representation;
 
+// The dense-and-sparse split of one stored matrix (seed 002, 0x03C), from its
+// field sizes: what the sparse break-even ledger needs.
+struct SparseFootprint {
+  uint32_t code_bits = 0;     // the dense stream's bits per weight (3 for a 3-bit code)
+  uint64_t nnz = 0;           // sparse entries
+  uint64_t dense_bytes = 0;   // the dense part: codes and their metadata (tables, scales)
+  uint64_t sparse_fixed_bytes = 0;  // the sparse part's cost without entries (row pointers)
+  uint32_t entry_bytes = 0;   // bytes per sparse entry (value + coordinate)
+};
+
 class MatrixCodec {
  public:
   virtual ~MatrixCodec() = default;
@@ -121,6 +131,12 @@ class MatrixCodec {
   // dense op over decode()).
   virtual Result<std::unique_ptr<model::LinearOp>> make_op(uint32_t rows, uint32_t cols, FieldBytes f,
                                                            ExecutionMode mode) const = 0;
+  // For codecs with a sparse part: the split of one [rows, cols] matrix whose
+  // fields have these byte sizes (FieldSpec order); nullopt for the rest.
+  virtual std::optional<SparseFootprint> sparse_footprint(uint32_t /*rows*/, uint32_t /*cols*/,
+                                                          std::span<const uint64_t> /*field_bytes*/) const {
+    return std::nullopt;
+  }
   // The quantizer hook for one [rows, cols] matrix (check_encodable first).
   virtual Result<std::unique_ptr<MatrixEncoder>> make_encoder(uint32_t rows, uint32_t cols) const = 0;
 };
@@ -193,6 +209,12 @@ Result<std::shared_ptr<const MatrixCodec>> make_codec(const ReprOptions& options
 // The codec of an artifact record: its "representation" names the entry.
 Result<std::shared_ptr<const MatrixCodec>> codec_from_record(const nlohmann::json& record, const std::string& where,
                                                              const TensorLookup& tensors);
+
+// The break-even density of a sparse footprint (0x03C): the exception share
+// at which the matrix costs as much as a dense stream one bit wider, (b + 1 -
+// (dense + fixed sparse bits per weight)) / entry bits; 0 when even no
+// exception is cheaper.
+double sparse_break_even(const SparseFootprint& f, uint64_t weights);
 
 // Checks one artifact tensor against its field spec (dtype, shape or length
 // rule); the message names the tensor and the field.

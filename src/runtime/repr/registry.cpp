@@ -37,6 +37,13 @@ std::string shape_string(const std::vector<int64_t>& s) {
 
 std::span<const Representation* const> representations() { return registry(); }
 
+double sparse_break_even(const SparseFootprint& f, uint64_t weights) {
+  if (weights == 0 || f.entry_bytes == 0) return 0;
+  const double w = static_cast<double>(weights);
+  const double room = f.code_bits + 1.0 - 8.0 * static_cast<double>(f.dense_bytes + f.sparse_fixed_bytes) / w;
+  return room > 0 ? room / (8.0 * f.entry_bytes) : 0;
+}
+
 Result<const Representation*> find_representation(std::string_view name) {
   for (const Representation* r : registry()) {
     if (r->name() == name) return r;

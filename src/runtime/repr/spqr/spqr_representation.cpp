@@ -288,6 +288,10 @@ class SpqrCodec final : public MatrixCodec {
             FieldSpec{"exception_cols", io::DType::kU16, {}},
             FieldSpec{"exception_values", io::DType::kF16, {}}};
   }
+  std::optional<SparseFootprint> sparse_footprint(uint32_t, uint32_t, std::span<const uint64_t> b) const override {
+    if (b.size() != 6) return std::nullopt;
+    return SparseFootprint{p_.bits, b[4] / 2, b[0] + b[1] + b[2], b[3], 4};
+  }
   Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const override {
     SUBMOE_ASSIGN_OR_RETURN(spqr::SpqrMatrix m, matrix(rows, cols, f));
     return spqr::decode(m);

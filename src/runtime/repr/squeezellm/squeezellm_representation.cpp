@@ -241,6 +241,10 @@ class SqueezeCodec final : public MatrixCodec {
     }
     return f;
   }
+  std::optional<SparseFootprint> sparse_footprint(uint32_t, uint32_t, std::span<const uint64_t> b) const override {
+    if (!p_.exceptions() || b.size() != 5) return std::nullopt;
+    return SparseFootprint{p_.bits, b[3] / 2, b[0] + b[1], b[2], 4};
+  }
   Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const override {
     SUBMOE_ASSIGN_OR_RETURN(squeezellm::SqueezeMatrix m, matrix(rows, cols, f));
     return squeezellm::decode(m);
