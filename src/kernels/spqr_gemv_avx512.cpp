@@ -1,12 +1,14 @@
 // AVX-512 SpQR rows (VBMI): the second-level parameters of a block of 16
 // rows widened to floats once per block; a row's group statistics decoded 16
-// groups at a time; per 16-column group, the 16 codes pulled into bytes by
-// one vpmultishiftqb, widened to 16 float lanes, turned into weights s (q -
-// z) (one sub and one mul: the reference decoder's float operations), then
-// one FMA per token; groups alternate between two accumulators per token,
-// tokens 4 at a time; then the row's corrections.
+// groups at a time into s and s z; per pair of 16-column groups, the 32 codes
+// loaded at once and moved into bytes by one vpermb and one vpmultishiftqb,
+// each group's 16 widened to float lanes and made weights q s - s z by one
+// fused multiply-subtract (one rounding away from the reference decoder's
+// s (q - z)), then one FMA per token; the two groups of a pair go to two
+// accumulators per token, tokens 4 at a time; then the row's corrections.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
@@ -32,8 +34,9 @@ void widen_block_params(const SpqrView& w, uint32_t block, std::vector<float>& o
 // Row r's group statistics, 16 groups at a time: the 16 six-bit entries (96
 // bits from any bit offset) pulled out of two overlapping qwords by
 // vpmultishiftqb, then s = ss (sq - sz) and z = zs (zq - zz) in 16 lanes
-// (the reference decoder's float operations).
-void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale, float* zero) {
+// (the reference decoder's float operations); stored as s and s z, so a
+// weight is one fused q s - s z.
+void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale, float* offset) {
   const uint32_t groups = w.cols / spqr::kGroup;
   const size_t stream_bytes = spqr::stat_code_bytes(w.rows, w.cols);
   const float *ss = params, *sz = params + groups, *zs = params + 2 * groups, *zz = params + 3 * groups;
@@ -50,50 +53,79 @@ void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale,
     const __m512i e = _mm512_cvtepu8_epi32(_mm_multishift_epi64_epi8(ctrl, words));
     const __m512 sq = _mm512_cvtepi32_ps(_mm512_and_si512(e, _mm512_set1_epi32(7)));
     const __m512 zq = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(e, 3), _mm512_set1_epi32(7)));
-    _mm512_storeu_ps(scale + g, _mm512_mul_ps(_mm512_loadu_ps(ss + g), _mm512_sub_ps(sq, _mm512_loadu_ps(sz + g))));
-    _mm512_storeu_ps(zero + g, _mm512_mul_ps(_mm512_loadu_ps(zs + g), _mm512_sub_ps(zq, _mm512_loadu_ps(zz + g))));
+    const __m512 sv = _mm512_mul_ps(_mm512_loadu_ps(ss + g), _mm512_sub_ps(sq, _mm512_loadu_ps(sz + g)));
+    const __m512 zv = _mm512_mul_ps(_mm512_loadu_ps(zs + g), _mm512_sub_ps(zq, _mm512_loadu_ps(zz + g)));
+    _mm512_storeu_ps(scale + g, sv);
+    _mm512_storeu_ps(offset + g, _mm512_mul_ps(sv, zv));
   }
   for (; g < groups; ++g) {
     const uint32_t e = spqr_stat_entry(w.stat_codes, size_t{r} * groups + g);
     scale[g] = ss[g] * (static_cast<float>(e & 7) - sz[g]);
-    zero[g] = zs[g] * (static_cast<float>(e >> 3) - zz[g]);
+    offset[g] = scale[g] * (zs[g] * (static_cast<float>(e >> 3) - zz[g]));
   }
 }
 
-// vpmultishiftqb controls: byte j of both qwords takes bits [kBits j, +8) of
-// the group's word (codes 0..7 from the low qword, 8..15 from the high one).
+// Two groups' 32 codes (4 kBits bytes, loaded exactly) to bytes: vpermb puts
+// bytes [kBits L, kBits L + 8) of the pair into qword L (codes 8L..8L+7
+// start on a byte: 8 codes are kBits whole bytes), vpmultishiftqb moves code
+// i of each qword to byte i, and the mask drops the neighbours' bits.
 template <uint32_t kBits>
-inline __m128i code_controls() {
-  alignas(16) uint8_t b[16];
-  for (int j = 0; j < 8; ++j) b[j] = b[8 + j] = static_cast<uint8_t>(kBits * j);
-  return _mm_load_si128(reinterpret_cast<const __m128i*>(b));
-}
+struct PairDecoder {
+  __m256i place, ctrl, mask;
+  PairDecoder() {
+    alignas(32) uint8_t p[32], c[32];
+    for (int l = 0; l < 4; ++l)
+      for (int i = 0; i < 8; ++i) {
+        p[8 * l + i] = static_cast<uint8_t>(std::min<uint32_t>(kBits * l + i, 15));
+        c[8 * l + i] = static_cast<uint8_t>(kBits * i);
+      }
+    place = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+    ctrl = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+    mask = _mm256_set1_epi8(static_cast<char>((1u << kBits) - 1));
+  }
+  // `end`: the codes buffer's end; a plain 16-byte load where it stays inside
+  // (a byte-masked load costs several times more on some cores).
+  __m256i codes(const uint8_t* pair, const uint8_t* end) const {
+    constexpr __mmask16 kLoad = static_cast<__mmask16>((1u << (4 * kBits)) - 1);
+    const __m128i bytes = end - pair >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair))
+                                           : _mm_maskz_loadu_epi8(kLoad, pair);
+    const __m256i raw = _mm256_castsi128_si256(bytes);
+    return _mm256_and_si256(_mm256_multishift_epi64_epi8(ctrl, _mm256_permutexvar_epi8(place, raw)), mask);
+  }
+};
 
 template <uint32_t kBits, int kTokens>
-void row_tokens(const SpqrGemmArgs& a, uint32_t r, uint32_t t0, const float* scale, const float* zero) {
+void row_tokens(const SpqrGemmArgs& a, uint32_t r, uint32_t t0, const float* scale, const float* offset,
+                const PairDecoder<kBits>& dec) {
   const uint32_t cols = a.w.cols, groups = cols / spqr::kGroup;
   const uint8_t* codes = a.w.codes + r * spqr::row_code_bytes(cols, kBits);
-  const __m128i ctrl = code_controls<kBits>(), mask = _mm_set1_epi8(static_cast<char>((1u << kBits) - 1));
+  const uint8_t* end = a.w.codes + a.w.rows * spqr::row_code_bytes(cols, kBits);
   __m512 acc[kTokens][2];
   for (int t = 0; t < kTokens; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-  auto step = [&](uint32_t g, auto slot) {
-    const uint64_t word = spqr_group_word<kBits>(codes, g);
-    // Codes 8..15 start at bit 8 kBits: the high qword is the word shifted.
-    const __m128i words = _mm_set_epi64x(static_cast<long long>(word >> (8 * kBits)), static_cast<long long>(word));
-    const __m128i q8 = _mm_and_si128(_mm_multishift_epi64_epi8(ctrl, words), mask);
-    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q8));
-    const __m512 wv = _mm512_mul_ps(_mm512_set1_ps(scale[g]), _mm512_sub_ps(q, _mm512_set1_ps(zero[g])));
+  auto fma_group = [&](uint32_t g, __m512 wv, auto slot) {
     for (int t = 0; t < kTokens; ++t) {
       const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{g} * spqr::kGroup;
       acc[t][decltype(slot)::value] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x), acc[t][decltype(slot)::value]);
     }
   };
+  // A weight is q s - s z (one rounding; the reference rounds q - z, then the product).
+  auto weights = [&](__m128i q8, uint32_t g) {
+    return _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q8)), _mm512_set1_ps(scale[g]),
+                           _mm512_set1_ps(offset[g]));
+  };
   uint32_t g = 0;
   for (; g + 2 <= groups; g += 2) {
-    step(g, std::integral_constant<int, 0>{});
-    step(g + 1, std::integral_constant<int, 1>{});
+    const __m256i q = dec.codes(codes + size_t{g} * 2 * kBits, end);
+    fma_group(g, weights(_mm256_castsi256_si128(q), g), std::integral_constant<int, 0>{});
+    fma_group(g + 1, weights(_mm256_extracti128_si256(q, 1), g + 1), std::integral_constant<int, 1>{});
   }
-  if (g < groups) step(g, std::integral_constant<int, 0>{});
+  if (g < groups) {
+    const uint64_t word = spqr_group_word<kBits>(codes, g);
+    const __m128i words = _mm_set_epi64x(static_cast<long long>(word >> (8 * kBits)), static_cast<long long>(word));
+    const __m128i q8 =
+        _mm_and_si128(_mm_multishift_epi64_epi8(_mm256_castsi256_si128(dec.ctrl), words), _mm256_castsi256_si128(dec.mask));
+    fma_group(g, weights(q8, g), std::integral_constant<int, 0>{});
+  }
   for (int t = 0; t < kTokens; ++t)
     a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
@@ -101,16 +133,17 @@ void row_tokens(const SpqrGemmArgs& a, uint32_t r, uint32_t t0, const float* sca
 template <uint32_t kBits>
 void rows(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   thread_local std::vector<float> params, stats;
+  static const PairDecoder<kBits> dec;
   const uint32_t groups = a.w.cols / spqr::kGroup;
   stats.resize(2 * size_t{groups});
-  float *scale = stats.data(), *zero = stats.data() + groups;
+  float *scale = stats.data(), *offset = stats.data() + groups;
   uint32_t block = UINT32_MAX;
   for (uint32_t r = row_begin; r < row_end; ++r) {
     if (r / spqr::kStatRows != block) widen_block_params(a.w, block = r / spqr::kStatRows, params);
-    row_stats(a.w, r, params.data(), scale, zero);
+    row_stats(a.w, r, params.data(), scale, offset);
     uint32_t t = 0;
-    for (; t + 4 <= a.batch; t += 4) row_tokens<kBits, 4>(a, r, t, scale, zero);
-    for (; t < a.batch; ++t) row_tokens<kBits, 1>(a, r, t, scale, zero);
+    for (; t + 4 <= a.batch; t += 4) row_tokens<kBits, 4>(a, r, t, scale, offset, dec);
+    for (; t < a.batch; ++t) row_tokens<kBits, 1>(a, r, t, scale, offset, dec);
     csr_row_pass_avx512(spqr_csr(a.w), r, 0.0f, a.x, a.x_stride, a.batch, a.y, a.y_stride);
   }
 }
