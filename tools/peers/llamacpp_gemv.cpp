@@ -1,7 +1,7 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
 // rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit
-// squeezellm), IQ4_NL 4.5 (against submoe's nf4); through
+// squeezellm and spqr), IQ4_NL 4.5 (against submoe's nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
 // a working set of distinct matrices larger than the last-level cache. The shared
@@ -34,6 +34,7 @@
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/nf4_gemv.h"
 #include "submoe/kernels/rvq_gemv.h"
+#include "submoe/kernels/spqr_gemv.h"
 #include "submoe/kernels/squeezellm_gemv.h"
 #include "submoe/kernels/ternary_gemv.h"
 #include "submoe/kernels/ternary_kernel_table.h"
@@ -365,6 +366,68 @@ int main(int argc, char** argv) {
                          sa.y = y.data();
                          sa.y_stride = rows;
                          (void)kernels::gemm_squeezellm(sk, sa, &pool);
+                       },
+                       {}});
+    }
+  }
+
+  // submoe spqr (kernels/spqr_gemv.h): random codes, 3-bit statistics and
+  // fp16 block parameters, 2 and 3 bits, without and with 1% exceptions;
+  // against llama.cpp's Q2_K (2.63 bits) and Q3_K (3.44 bits).
+  std::vector<std::vector<spqr::SpqrMatrix>> sp;
+  sp.reserve(4);  // the timed calls keep pointers to the sets
+  const kernels::SpqrGemvKernels& pk = kernels::best_spqr_gemv_kernels();
+  if (cols % 16 == 0 && cols < 65536) {
+    struct SpCase {
+      uint32_t bits;
+      double exceptions;
+    };
+    for (const SpCase sc : {SpCase{2, 0.0}, SpCase{3, 0.0}, SpCase{3, 0.01}}) {
+      std::mt19937 srng(11 + sc.bits);
+      std::normal_distribution<float> n01;
+      auto make = [&]() {
+        spqr::SpqrMatrix m;
+        m.rows = rows;
+        m.cols = cols;
+        m.bits = sc.bits;
+        m.codes.resize(size_t{rows} * spqr::row_code_bytes(cols, sc.bits));
+        for (auto& b : m.codes) b = static_cast<uint8_t>(srng());
+        std::vector<uint8_t> entries(spqr::stat_entries(rows, cols));
+        for (auto& e : entries) e = static_cast<uint8_t>(srng() % 64);
+        m.stat_codes.resize(spqr::stat_code_bytes(rows, cols));
+        spqr::pack_stat_entries(entries, m.stat_codes.data());
+        m.stat_params.resize(spqr::stat_blocks(rows) * m.groups() * 4);
+        for (size_t i = 0; i < m.stat_params.size(); ++i)
+          m.stat_params[i] = float_to_f16_bits(i % 2 ? 3.0f * n01(srng) : 0.001f * std::abs(n01(srng)));
+        m.sparse.row_ptr.push_back(0);
+        for (uint32_t r = 0; r < rows; ++r) {
+          for (uint32_t c = 0; sc.exceptions > 0 && c < cols; ++c)
+            if (std::uniform_real_distribution<double>(0, 1)(srng) < sc.exceptions) {
+              m.sparse.col.push_back(static_cast<uint16_t>(c));
+              m.sparse.value.push_back(float_to_f16_bits(0.1f * n01(srng)));
+            }
+          m.sparse.row_ptr.push_back(static_cast<int32_t>(m.sparse.col.size()));
+        }
+        return m;
+      };
+      const spqr::SpqrMatrix first = make();
+      const uint32_t count = matrices_for(first.bytes(), llc);
+      sp.emplace_back();
+      sp.back().push_back(first);
+      while (sp.back().size() < count) sp.back().push_back(make());
+      const std::vector<spqr::SpqrMatrix>* set = &sp.back();
+      char name[96];
+      std::snprintf(name, sizeof name, "submoe spqr %u-bit%s, f32 activations", sc.bits,
+                    sc.exceptions > 0 ? " + 1% exceptions" : "");
+      timed.push_back({name, 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols), count,
+                       [&, set](uint32_t i) {
+                         kernels::SpqrGemmArgs pa;
+                         pa.w = kernels::SpqrView::of((*set)[i]);
+                         pa.x = x.data();
+                         pa.x_stride = cols;
+                         pa.y = y.data();
+                         pa.y_stride = rows;
+                         (void)kernels::gemm_spqr(pk, pa, &pool);
                        },
                        {}});
     }
