@@ -148,7 +148,132 @@ void rows(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   }
 }
 
+// int8 activations (SpqrI8Args), VNNI: four groups' 64 codes (8 kBits bytes)
+// moved into bytes as PairDecoder does for two, then one vpdpbusd per token
+// sums code x activation over each 4 codes in int32 (a group's 16 codes land
+// in 4 lanes), converted and scaled by the lanes' group scales.
+template <uint32_t kBits>
+struct QuadDecoder {
+  __m512i place, ctrl, mask;
+  QuadDecoder() {
+    alignas(64) uint8_t p[64], c[64];
+    for (int l = 0; l < 8; ++l)
+      for (int i = 0; i < 8; ++i) {
+        p[8 * l + i] = static_cast<uint8_t>(std::min<uint32_t>(kBits * l + i, 31));
+        c[8 * l + i] = static_cast<uint8_t>(kBits * i);
+      }
+    place = _mm512_load_si512(p);
+    ctrl = _mm512_load_si512(c);
+    mask = _mm512_set1_epi8(static_cast<char>((1u << kBits) - 1));
+  }
+  __m512i codes(const uint8_t* quad, const uint8_t* end) const {
+    constexpr __mmask32 kLoad = static_cast<__mmask32>((uint64_t{1} << (8 * kBits)) - 1);
+    const __m256i bytes = end - quad >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad))
+                                           : _mm256_maskz_loadu_epi8(kLoad, quad);
+    const __m512i raw = _mm512_castsi256_si512(bytes);
+    return _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, _mm512_permutexvar_epi8(place, raw)), mask);
+  }
+};
+
+template <uint32_t kBits, int kTokens>
+void row_tokens_i8(const SpqrI8Args& a, uint32_t r, uint32_t t0, const float* scale, const float* offset,
+                   const QuadDecoder<kBits>& dec) {
+  const uint32_t cols = a.w.cols, groups = cols / spqr::kGroup;
+  const size_t row_bytes = spqr::row_code_bytes(cols, kBits);
+  const uint8_t* codes = a.w.codes + r * row_bytes;
+  const uint8_t* end = a.w.codes + a.w.rows * row_bytes;
+  const __m512i lane_group = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  uint32_t g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    const __m512i q = dec.codes(codes + size_t{g} * 2 * kBits, end);
+    const __m512 s4 = _mm512_permutexvar_ps(lane_group, _mm512_castps128_ps512(_mm_loadu_ps(scale + g)));
+    for (int t = 0; t < kTokens; ++t) {
+      const int8_t* xq = a.xq + (t0 + static_cast<uint32_t>(t)) * a.xq_stride + size_t{g} * spqr::kGroup;
+      const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(xq));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s4, acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    const uint32_t tok = t0 + static_cast<uint32_t>(t);
+    const int8_t* xq = a.xq + tok * a.xq_stride;
+    const float* sums = a.group_sums + size_t{tok} * groups;
+    float total = _mm512_reduce_add_ps(acc[t]);
+    for (uint32_t h = g; h < groups; ++h) {  // the last 1..3 groups
+      int32_t dot = 0;
+      for (uint32_t k = 0; k < spqr::kGroup; ++k) {
+        const uint32_t c = h * spqr::kGroup + k;
+        dot += static_cast<int32_t>(spqr::code_at(codes, c, kBits)) * xq[c];
+      }
+      total += scale[h] * static_cast<float>(dot);
+    }
+    // The zero points: sum_g s_g z_g Q_t,g, 16 groups at a time.
+    __m512 zacc = _mm512_setzero_ps();
+    uint32_t h = 0;
+    for (; h + 16 <= groups; h += 16)
+      zacc = _mm512_fmadd_ps(_mm512_loadu_ps(offset + h), _mm512_loadu_ps(sums + h), zacc);
+    float zero_term = _mm512_reduce_add_ps(zacc);
+    for (; h < groups; ++h) zero_term += offset[h] * sums[h];
+    a.y[tok * a.y_stride + r] = a.x_scales[tok] * (total - zero_term);
+  }
+}
+
+// Row r's exceptions against int8 activations, 16 at a time: the 32-bit
+// words at each column gathered from the padded copy (its low byte is the
+// activation; the copy keeps x_q in L1 where a float copy would not), sign-
+// extended, widened to floats and multiplied by the fp16 values.
+void row_exceptions_i8(const SpqrI8Args& a, uint32_t r) {
+  const int32_t begin = a.w.row_ptr[r], end = a.w.row_ptr[r + 1];
+  if (begin == end) return;
+  for (uint32_t t = 0; t < a.batch; ++t) {
+    const int8_t* xq = a.xq_padded + t * (size_t{a.w.cols} + 4);
+    __m512 acc = _mm512_setzero_ps();
+    auto chunk = [&](__m512i cols, __m512 v, __mmask16 m) {
+      const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, cols, xq, 1);
+      const __m512 q = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(words, 24), 24));
+      acc = _mm512_fmadd_ps(v, q, acc);
+    };
+    int32_t i = begin;
+    for (; i + 16 <= end; i += 16)
+      chunk(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.w.col + i))),
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.w.value + i))), 0xFFFF);
+    if (i < end) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (end - i)) - 1);
+      chunk(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a.w.col + i)),
+            _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, a.w.value + i)), m);
+    }
+    a.y[t * a.y_stride + r] += a.x_scales[t] * _mm512_reduce_add_ps(acc);
+  }
+}
+
+template <uint32_t kBits>
+void rows_i8(const SpqrI8Args& a, uint32_t row_begin, uint32_t row_end) {
+  thread_local std::vector<float> params, stats;
+  static const QuadDecoder<kBits> dec;
+  const uint32_t groups = a.w.cols / spqr::kGroup;
+  stats.resize(2 * size_t{groups});
+  float *scale = stats.data(), *offset = stats.data() + groups;
+  uint32_t block = UINT32_MAX;
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    if (r / spqr::kStatRows != block) widen_block_params(a.w, block = r / spqr::kStatRows, params);
+    row_stats(a.w, r, params.data(), scale, offset);
+    uint32_t t = 0;
+    for (; t + 4 <= a.batch; t += 4) row_tokens_i8<kBits, 4>(a, r, t, scale, offset, dec);
+    for (; t < a.batch; ++t) row_tokens_i8<kBits, 1>(a, r, t, scale, offset, dec);
+    row_exceptions_i8(a, r);
+  }
+}
+
 }  // namespace
+
+void spqr_rows_i8_avx512(const SpqrI8Args& a, uint32_t row_begin, uint32_t row_end) {
+  switch (a.w.bits) {
+    case 2: return rows_i8<2>(a, row_begin, row_end);
+    case 3: return rows_i8<3>(a, row_begin, row_end);
+    default: return rows_i8<4>(a, row_begin, row_end);
+  }
+}
 
 void spqr_rows_avx512(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   switch (a.w.bits) {

@@ -13,6 +13,27 @@ namespace submoe::kernels::detail {
 void spqr_rows_scalar(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void spqr_rows_avx2(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void spqr_rows_avx512(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void spqr_rows_i8_scalar(const SpqrI8Args& a, uint32_t row_begin, uint32_t row_end);
+void spqr_rows_i8_avx512(const SpqrI8Args& a, uint32_t row_begin, uint32_t row_end);  // VNNI + VBMI
+
+inline CsrRows spqr_csr(const SpqrView& w) { return {w.row_ptr, w.col, w.value}; }
+
+// Row r's exceptions added to every token's y[r]: s_t sum value q_t[col].
+inline void spqr_row_exceptions_i8(const SpqrI8Args& a, uint32_t r) {
+  const int32_t begin = a.w.row_ptr[r], end = a.w.row_ptr[r + 1];
+  if (begin == end) return;
+  for (uint32_t t = 0; t < a.batch; ++t) {
+    const int8_t* xq = a.xq + t * a.xq_stride;
+    float acc0 = 0.0f, acc1 = 0.0f;
+    int32_t i = begin;
+    for (; i + 1 < end; i += 2) {
+      acc0 += finite_half_to_float(a.w.value[i]) * static_cast<float>(xq[a.w.col[i]]);
+      acc1 += finite_half_to_float(a.w.value[i + 1]) * static_cast<float>(xq[a.w.col[i + 1]]);
+    }
+    if (i < end) acc0 += finite_half_to_float(a.w.value[i]) * static_cast<float>(xq[a.w.col[i]]);
+    a.y[t * a.y_stride + r] += a.x_scales[t] * (acc0 + acc1);
+  }
+}
 
 // Entry `index` (r * groups + g) of the 6-bit stat stream: a second byte is
 // read only when the entry reaches into it (so never past the stream's end).
@@ -32,8 +53,6 @@ inline spqr::GroupStats spqr_group_stats(const SpqrView& w, uint32_t r, uint32_t
   return {finite_half_to_float(par[0]) * (static_cast<float>(e & 7) - finite_half_to_float(par[1])),
           finite_half_to_float(par[2]) * (static_cast<float>(e >> 3) - finite_half_to_float(par[3]))};
 }
-
-inline CsrRows spqr_csr(const SpqrView& w) { return {w.row_ptr, w.col, w.value}; }
 
 // One group's 16 codes (2 kBits bytes) as a little-endian word, read without
 // touching the bytes after them, in registers (a 6-byte copy into a zeroed

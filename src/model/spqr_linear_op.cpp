@@ -26,6 +26,18 @@ std::unique_ptr<LinearOp> make_spqr_linear(spqr::SpqrMatrix m, kernels::Activati
         std::snprintf(buf, sizeof buf, "spqr [%u, %u] %u-bit groups of 16, %zu exceptions", w.rows, w.cols, w.bits,
                       w.nnz());
         return std::string(buf);
+      },
+      [](const kernels::SpqrGemvKernels& k, const spqr::SpqrMatrix& w, const int8_t* xq, const float* scales,
+         uint32_t nb, float* y, ThreadPool* pool) {
+        kernels::SpqrI8Args a;
+        a.w = kernels::SpqrView::of(w);
+        a.xq = xq;
+        a.xq_stride = w.cols;
+        a.x_scales = scales;
+        a.batch = nb;
+        a.y = y;
+        a.y_stride = w.rows;
+        return kernels::gemm_spqr_i8(k, a, pool);
       });
 }
 

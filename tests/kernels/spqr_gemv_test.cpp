@@ -4,7 +4,8 @@
 // documented streams, the second-level parameters applied, each exception
 // added): 2, 3 and 4 bits, rows with no exceptions and with many, batches
 // 1..9 and 64, row counts that leave a partial block of 16, strided inputs
-// and outputs, a thread pool.
+// and outputs, a thread pool; and the int8-activation product on the same
+// grid of cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -118,6 +119,51 @@ TEST(SpqrGemv, EveryIsaMatchesAFloat64ProductOnEveryShape) {
   }
 }
 
+TEST(SpqrGemv, Int8ActivationsMatchAFloat64ProductOnEveryIsa) {
+  // y[t] = W (s_t q_t): the kernels' integer group sums against float64 over
+  // the definition's weights and the dequantized activations.
+  std::mt19937 rng(53);
+  ThreadPool pool(2);
+  for (Isa isa : testing::supported_isas()) {
+    const SpqrGemvKernels& k = spqr_gemv_kernels(isa);
+    for (uint32_t bits : {2u, 3u, 4u})
+      for (auto [rows, cols] : {std::pair{1u, 16u}, {3u, 48u}, {17u, 96u}, {70u, 400u}, {129u, 2048u}})
+        for (uint32_t batch : {1u, 3u, 4u, 9u, 64u}) {
+          if (size_t{rows} * cols * batch > (size_t{1} << 22)) continue;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(bits) + "-bit " + std::to_string(rows) + "x" +
+                       std::to_string(cols) + " batch " + std::to_string(batch));
+          const auto m = random_matrix(rows, cols, bits, rng);
+          const size_t xs = cols + 7, ys = rows + 3;
+          std::vector<int8_t> xq(xs * batch);
+          std::vector<float> scales(batch), y(ys * batch, -7.0f);
+          for (auto& v : xq) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+          for (auto& v : scales) v = 0.01f + 0.001f * static_cast<float>(rng() % 100);
+          SpqrI8Args a;
+          a.w = SpqrView::of(m);
+          a.xq = xq.data();
+          a.xq_stride = xs;
+          a.x_scales = scales.data();
+          a.batch = batch;
+          a.y = y.data();
+          a.y_stride = ys;
+          ASSERT_TRUE(gemm_spqr_i8(k, a, rows > 64 ? &pool : nullptr).is_ok());
+          for (uint32_t t = 0; t < batch; ++t)
+            for (uint32_t r = 0; r < rows; ++r) {
+              double want = 0, mag = 0;
+              for (uint32_t c = 0; c < cols; ++c) {
+                const double p = weight(m, r, c) * scales[t] * xq[t * xs + c];
+                want += p;
+                mag += std::abs(p);
+              }
+              ASSERT_NEAR(y[t * ys + r], want, 4e-6 * mag * std::sqrt(double(cols)) + 1e-30)
+                  << "row " << r << " token " << t;
+            }
+          for (uint32_t t = 0; t + 1 < batch; ++t)
+            for (size_t i = rows; i < ys; ++i) ASSERT_EQ(y[t * ys + i], -7.0f);
+        }
+  }
+}
+
 TEST(SpqrGemv, TheReferenceDecoderAgrees) {
   std::mt19937 rng(5);
   const auto m = random_matrix(35, 160, 3, rng);
@@ -155,6 +201,22 @@ TEST(SpqrGemv, BadArgumentsAreRefused) {
   bad.batch = 2;
   bad.x_stride = 10;
   EXPECT_FALSE(gemm_spqr(k, bad, nullptr).is_ok());
+  std::vector<int8_t> xq(64);
+  const float scale = 1.0f;
+  SpqrI8Args i8;
+  i8.w = a.w;
+  i8.xq = xq.data();
+  i8.xq_stride = 64;
+  i8.x_scales = &scale;
+  i8.y = y.data();
+  i8.y_stride = 2;
+  EXPECT_TRUE(gemm_spqr_i8(k, i8, nullptr).is_ok());
+  auto bad8 = i8;
+  bad8.x_scales = nullptr;
+  EXPECT_FALSE(gemm_spqr_i8(k, bad8, nullptr).is_ok());
+  bad8 = i8;
+  bad8.w.cols = 40;
+  EXPECT_FALSE(gemm_spqr_i8(k, bad8, nullptr).is_ok());
 }
 
 }  // namespace

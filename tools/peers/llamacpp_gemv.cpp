@@ -419,7 +419,26 @@ int main(int argc, char** argv) {
       char name[96];
       std::snprintf(name, sizeof name, "submoe spqr %u-bit%s, f32 activations", sc.bits,
                     sc.exceptions > 0 ? " + 1% exceptions" : "");
-      timed.push_back({name, 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols), count,
+      const double sp_bpw = 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols);
+      char name8[96];
+      std::snprintf(name8, sizeof name8, "submoe spqr %u-bit%s, int8 activations", sc.bits,
+                    sc.exceptions > 0 ? " + 1% exceptions" : "");
+      auto q8 = std::make_shared<std::vector<int8_t>>(cols);
+      auto s8 = std::make_shared<float>(0.0f);
+      timed.push_back({name8, sp_bpw, count, [&, set, q8, s8, xf](uint32_t i) {
+                         // quantized in the call, as the op does it
+                         *s8 = kernels::quantize_activations_int8(xf, 0, cols, q8->data());
+                         kernels::SpqrI8Args pa;
+                         pa.w = kernels::SpqrView::of((*set)[i]);
+                         pa.xq = q8->data();
+                         pa.xq_stride = cols;
+                         pa.x_scales = s8.get();
+                         pa.y = y.data();
+                         pa.y_stride = rows;
+                         (void)kernels::gemm_spqr_i8(pk, pa, &pool);
+                       },
+                       {}});
+      timed.push_back({name, sp_bpw, count,
                        [&, set](uint32_t i) {
                          kernels::SpqrGemmArgs pa;
                          pa.w = kernels::SpqrView::of((*set)[i]);
