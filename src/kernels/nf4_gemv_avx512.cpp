@@ -18,42 +18,45 @@
 namespace submoe::kernels::detail {
 namespace {
 
-// The 32 weights of chunk k (codes at `bytes`) times each token's x, into the
-// accumulators `even` / `odd` of each token.
+// The 32 weights of one chunk (codes at `bytes`) times each token's x (its
+// token's base pointer plus `off`), into the accumulators `even` / `odd`.
 template <int kTokens, int kEven, int kOdd>
-inline void chunk_tokens(const Nf4GemmArgs& a, uint32_t t0, uint32_t k, const uint8_t* bytes, __m512 table,
+inline void chunk_tokens(const float* const (&xb)[kTokens], size_t off, const uint8_t* bytes, __m512 table,
                          __m512 (&acc)[kTokens][4]) {
   const __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
   const __m512 even = _mm512_permutexvar_ps(_mm512_srli_epi32(lanes, 4), table);
   const __m512 odd = _mm512_permutexvar_ps(lanes, table);
   for (int t = 0; t < kTokens; ++t) {
-    const float* x = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride + size_t{k} * 32;
-    acc[t][kEven] = _mm512_fmadd_ps(even, _mm512_loadu_ps(x), acc[t][kEven]);
-    acc[t][kOdd] = _mm512_fmadd_ps(odd, _mm512_loadu_ps(x + 16), acc[t][kOdd]);
+    acc[t][kEven] = _mm512_fmadd_ps(even, _mm512_loadu_ps(xb[t] + off), acc[t][kEven]);
+    acc[t][kOdd] = _mm512_fmadd_ps(odd, _mm512_loadu_ps(xb[t] + off + 16), acc[t][kOdd]);
   }
 }
 
 template <int kTokens>
 void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
-  const uint32_t cols = a.w.cols, blocks = cols / a.w.block, per_block = a.w.block / 32;
+  const size_t cols = a.w.cols, blocks = cols / a.w.block, per_block = a.w.block / 32;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
   const float* s = nf4_block_absmax(a.w, r);
   const __m512 nf4_table = _mm512_loadu_ps(nf4::kNf4);
+  // Token base pointers hoisted: the loop only adds offsets.
+  const float* xb[kTokens];
+  for (int t = 0; t < kTokens; ++t) xb[t] = a.x + (t0 + static_cast<uint32_t>(t)) * a.x_stride;
   // Four independent accumulators per token (even / odd columns of even / odd
   // chunks): a single FMA chain would bound a token by the FMA latency.
   __m512 acc[kTokens][4];
   for (int t = 0; t < kTokens; ++t)
     for (int i = 0; i < 4; ++i) acc[t][i] = _mm512_setzero_ps();
-  for (uint32_t b = 0, k = 0; b < blocks; ++b) {
+  size_t k = 0;
+  for (size_t b = 0; b < blocks; ++b) {
     // The block's 16 weight values NF4[q] x absmax (the reference decoder's
     // floats, bit for bit), so each token needs 2 FMAs per 32 weights.
     const __m512 table = _mm512_mul_ps(nf4_table, _mm512_set1_ps(s[b]));
-    const uint32_t end = k + per_block;
+    const size_t end = k + per_block;
     for (; k + 2 <= end; k += 2) {
-      chunk_tokens<kTokens, 0, 1>(a, t0, k, codes + k * 16, table, acc);
-      chunk_tokens<kTokens, 2, 3>(a, t0, k + 1, codes + (k + 1) * 16, table, acc);
+      chunk_tokens<kTokens, 0, 1>(xb, k * 32, codes + k * 16, table, acc);
+      chunk_tokens<kTokens, 2, 3>(xb, k * 32 + 32, codes + k * 16 + 16, table, acc);
     }
-    if (k < end) chunk_tokens<kTokens, 0, 1>(a, t0, k, codes + k * 16, table, acc), ++k;
+    if (k < end) chunk_tokens<kTokens, 0, 1>(xb, k * 32, codes + k * 16, table, acc), ++k;
   }
   for (int t = 0; t < kTokens; ++t)
     a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(
