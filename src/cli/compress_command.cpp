@@ -30,6 +30,7 @@ struct CompressCli {
   std::vector<std::string> dense_reprs;
   std::string alloc = "uniform";
   bool no_rht = false, no_ldl = false;
+  std::string outliers;  // --outliers: = --repr-opt outliers=VALUE
   bool json = false;
   bool quiet = false;
 };
@@ -138,6 +139,7 @@ Result<runtime::ReprOptions> repr_options(const CompressCli& c) {
     r.extra.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (c.no_rht) r.extra.emplace_back("rht", "off");
+  if (!c.outliers.empty()) r.extra.emplace_back("outliers", c.outliers);
   return r;
 }
 
@@ -282,6 +284,9 @@ void setup(CLI::App& root) {
                   "routing on the calibration windows")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--no-rht", c->no_rht, "ablation: no incoherence rotation (= --repr-opt rht=off; rvq)");
+  cmd->add_option("--outliers", c->outliers,
+                  "FRACTION of weights kept as fp16 exceptions by magnitude (= --repr-opt outliers=FRACTION;\n"
+                  "squeezellm; SqueezeLLM's 0.45% is --outliers 0.004 --repr-opt sensitive=0.0005)");
   cmd->add_flag("--no-ldl", c->no_ldl,
                 "ablation: no error feedback, each block rounded from its own values (= --method rtn)");
   c->group_opt = cmd->add_option("--group-size", c->group_size,

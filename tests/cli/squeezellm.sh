@@ -22,7 +22,7 @@ nll_of() { "$bin" eval --model "$1" --text "$text" --ctx 128 --max-tokens 1024 -
            python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])'; }
 
 rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/sq3" --samples 8 --seq-len 128 \
-  --repr squeezellm --bits 3 --repr-opt outliers=0.004 --repr-opt sensitive=0.0005 --quiet 2>&1) || rc=$?
+  --repr squeezellm --bits 3 --outliers 0.004 --repr-opt sensitive=0.0005 --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr squeezellm: $rc: $out"
 info=$("$bin" inspect "$work/sq3" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"
 for want in "squeezellm (3-bit row tables, with exceptions), gptq, grid squeezellm3-sparse" \
@@ -55,4 +55,6 @@ expect_error "squeezellm needs --bits 3 or 4" --repr squeezellm
 expect_error "squeezellm needs --bits 3 or 4" --repr squeezellm --bits 2
 expect_error "expected a fraction from 0 to 0.1" --repr squeezellm --bits 3 --repr-opt outliers=5
 expect_error "not a squeezellm option" --repr squeezellm --bits 3 --repr-opt beam=4
+expect_error "expected a fraction from 0 to 0.1" --repr squeezellm --bits 3 --outliers 0.5
+expect_error "outliers is not a spqr option" --repr spqr --outliers 0.01
 [ "$fails" -eq 0 ] || exit 1
