@@ -76,10 +76,5 @@ inline uint64_t spqr_group_word(const uint8_t* row_codes, uint32_t g) {
     return v;
   }
 }
-// pdep masks spreading 8 kBits-bit codes into the low bits of 8 bytes.
-template <uint32_t kBits>
-inline constexpr uint64_t spqr_spread_mask() {
-  return 0x0101010101010101ull * ((1u << kBits) - 1);
-}
 
 }  // namespace submoe::kernels::detail
