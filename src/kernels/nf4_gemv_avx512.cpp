@@ -8,6 +8,8 @@
 // registers.
 #include <immintrin.h>
 
+#include <vector>
+
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -32,11 +34,45 @@ inline void chunk_tokens(const float* const (&xb)[kTokens], size_t off, const ui
   }
 }
 
+// Row r's absmaxes. Double-quantized ones 16 blocks at a time: the 8-bit
+// codes widened, kDynamic8 gathered, times absmax2 plus the offset with the
+// explicitly rounded operations (never fused: the reference rounds the
+// product, then the sum), bit for bit the scalar decode's floats.
+const float* block_absmax(const Nf4View& w, uint32_t r) {
+  if (w.scales != nf4::Nf4Scales::kDq8) return nf4_block_absmax(w, r);
+  thread_local std::vector<float> out;
+  const size_t nb = w.cols / w.block, b0 = size_t{r} * nb;
+  out.resize(nb);
+  const uint8_t* q = static_cast<const uint8_t*>(w.absmax) + b0;
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512 offset = _mm512_set1_ps(w.offset);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  size_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    const __m512 dyn = _mm512_i32gather_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b))),
+                                           nf4::kDynamic8, 4);
+    const size_t i0 = b0 + b;
+    const __m512 a2 =
+        i0 / nf4::kDq8Group == (i0 + 15) / nf4::kDq8Group
+            ? _mm512_set1_ps(w.absmax2[i0 / nf4::kDq8Group])
+            : _mm512_i32gather_ps(_mm512_srli_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i0)), iota), 8),
+                                  w.absmax2, 4);
+    _mm512_storeu_ps(out.data() + b, _mm512_add_round_ps(_mm512_mul_round_ps(dyn, a2, kRound), offset, kRound));
+  }
+  if (b < nb) {
+    thread_local std::vector<float> row;
+    row.resize(nb);
+    nf4_row_absmax(w, r, row.data());
+    for (; b < nb; ++b) out[b] = row[b];
+  }
+  return out.data();
+}
+
 template <int kTokens>
 void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
   const size_t cols = a.w.cols, blocks = cols / a.w.block, per_block = a.w.block / 32;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
-  const float* s = nf4_block_absmax(a.w, r);
+  const float* s = block_absmax(a.w, r);
   const __m512 nf4_table = _mm512_loadu_ps(nf4::kNf4);
   // Token base pointers hoisted: the loop only adds offsets.
   const float* xb[kTokens];

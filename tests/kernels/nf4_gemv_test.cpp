@@ -102,6 +102,22 @@ TEST(Nf4Gemv, EveryIsaMatchesAFloat64ProductOnEveryShape) {
   }
 }
 
+TEST(Nf4Gemv, DoubleQuantizedAbsmaxesAreTheReferenceDecodersBitForBit) {
+  // x = e_c reads W[:, c] through the kernel exactly (one nonzero product);
+  // columns in the first and second 16-block chunk and the tail of a row's 45
+  // blocks, on rows whose chunks straddle an absmax2 group of 256 blocks.
+  std::mt19937 rng(44);
+  const nf4::Nf4Matrix m = random_matrix(70, 2880, 64, nf4::Nf4Scales::kDq8, rng);
+  const std::vector<float> w = nf4::decode(m);
+  for (Isa isa : testing::supported_isas())
+    for (uint32_t c : {0u, 64u * 16 + 5, 64u * 44 + 63}) {
+      std::vector<float> x(2880, 0.0f), y(70);
+      x[c] = 1.0f;
+      ASSERT_TRUE(gemm_nf4(nf4_gemv_kernels(isa), {Nf4View::of(m), x.data(), 2880, 1, y.data(), 70}, nullptr).is_ok());
+      for (uint32_t r = 0; r < 70; ++r) ASSERT_EQ(y[r], w[size_t{r} * 2880 + c]) << isa_name(isa) << " " << r << " " << c;
+    }
+}
+
 TEST(Nf4Gemv, EachCodeDecodesToItsTableValue) {
   // One row per code: all 32 columns hold it, x = e_c picks column c, so every
   // ISA's lookup (both nibbles, both table halves) is seen exactly.
