@@ -131,6 +131,44 @@ TEST(SpqrRepresentation, SmallGroupsBeatIntAtGroup128AndExceptionsPayOnHeavyTail
   }
 }
 
+TEST(SpqrRepresentation, AnExceptionBudgetLandsNearItsShare) {
+  // tau from the feedback-free scores, steered per block of 16 rows: the
+  // realized share within a factor 2 of the budget under RTN and GPTQ, and
+  // more budget keeps more exceptions.
+  const testing::CorrelatedProblem p(64, 512, 512, 9);
+  std::vector<float> w = p.w;
+  std::mt19937 rng(10);
+  std::student_t_distribution<float> heavy(2.5f);
+  for (float& v : w) v = 0.02f * heavy(rng);
+  size_t prev = 0;
+  for (double budget : {0.003, 0.01, 0.03}) {
+    SCOPED_TRACE(budget);
+    const auto c = codec("spqr", 3.0, {{"outlier_budget", std::to_string(budget)}});
+    EXPECT_EQ(c->provenance()["outlier_budget"], budget);
+    for (bool gptq : {false, true}) {
+      auto enc = c->make_encoder(p.rows, p.cols);
+      ASSERT_TRUE(enc.is_ok());
+      if (gptq) {
+        ASSERT_TRUE(quant::gptq_quantize(w, p.rows, p.cols, p.h, **enc, quant::GptqOptions{}, nullptr).is_ok());
+      } else {
+        ASSERT_TRUE(quant::rtn_quantize(w, p.rows, p.cols, **enc).is_ok());
+      }
+      const double share = static_cast<double>((*(*enc)->pack())[4].bytes.size() / 2) / (double(p.rows) * p.cols);
+      EXPECT_GT(share, 0.5 * budget) << (gptq ? "gptq" : "rtn");
+      EXPECT_LT(share, 2.0 * budget) << (gptq ? "gptq" : "rtn");
+      if (gptq) {
+        EXPECT_GT(share * p.rows * p.cols, static_cast<double>(prev));
+        prev = static_cast<size_t>(share * p.rows * p.cols);
+      }
+    }
+  }
+  ReprOptions both{"spqr", 3.0};
+  both.extra = {{"outlier_budget", "0.01"}, {"outlier_threshold", "0.2"}};
+  EXPECT_NE(make_codec(both).status().message().find("not both"), std::string::npos);
+  both.extra = {{"outlier_budget", "0.5"}};
+  EXPECT_NE(make_codec(both).status().message().find("outlier_budget=0.5"), std::string::npos);
+}
+
 TEST(SpqrRepresentation, ExceptionsCorrectTheDenseValueToTheWorkingWeight) {
   // Under RTN the working weight is the original: dense + correction = w up to
   // the fp16 rounding of the correction, at every exception coordinate.

@@ -19,7 +19,8 @@
 //    feedback may have moved: an optimized value, 0x04C); the solver feeds
 //    back only the fp16 rounding.
 // tau = outlier_threshold x mean over columns of Var_rows(W[:, c]) / U[c][c]^2
-// (SpQR's relative threshold, outlier_relative_threshold; U = 1 under RTN).
+// (SpQR's relative threshold, outlier_relative_threshold; U = 1 under RTN), or,
+// with outlier_budget=F, the (1 - F) quantile of the feedback-free errors.
 #include "runtime/repr/spqr/spqr_representation.h"
 
 #include <algorithm>
@@ -42,7 +43,8 @@ constexpr double kDefaultThreshold = 0.2;  // SpQR's published configurations
 struct SpqrParams {
   uint32_t bits = 3;
   double threshold = kDefaultThreshold;  // relative; +inf = no exceptions
-  bool outliers() const { return std::isfinite(threshold); }
+  double budget = 0;                     // > 0: tau from this exception share instead (threshold unused)
+  bool outliers() const { return budget > 0 || std::isfinite(threshold); }
 };
 
 uint16_t half_saturating(float v) { return float_to_f16_bits(std::clamp(v, -65504.0f, 65504.0f)); }
@@ -52,7 +54,8 @@ class SpqrEncoder final : public MatrixEncoder {
   SpqrEncoder(uint32_t rows, uint32_t cols, SpqrParams p)
       : rows_(rows), cols_(cols), groups_(cols / spqr::kGroup), p_(p), codes_(size_t{rows} * cols, 0),
         entries_(size_t{rows} * groups_, 0), params_(spqr::stat_blocks(rows) * groups_ * 4, 0), stats_(rows),
-        exceptions_(rows), udiag_(cols, 1.0f), col_var_(cols, 0.0) {}
+        exceptions_(rows), udiag_(cols, 1.0f), col_var_(cols, 0.0),
+        block_tau_(spqr::stat_blocks(rows), std::numeric_limits<float>::infinity()) {}
   size_t rows() const override { return rows_; }
   size_t cols() const override { return cols_; }
   size_t block_width() const override { return 1; }
@@ -60,6 +63,7 @@ class SpqrEncoder final : public MatrixEncoder {
   size_t row_block() const override { return spqr::kStatRows; }
 
   void begin_matrix(std::span<const float> w, std::span<const float> /*h_diag*/) override {
+    if (p_.budget > 0) w_.assign(w.begin(), w.end());
     // Var over rows of each column (SpQR's weight.var(dim=0), unbiased).
     for (uint32_t c = 0; c < cols_; ++c) {
       double s = 0, s2 = 0;
@@ -78,16 +82,22 @@ class SpqrEncoder final : public MatrixEncoder {
     if (c0 != 0) return;
     for (uint32_t c = 0; c < cols_; ++c) udiag_[c] = u[c * ld + c];
     set_tau();
+    // Before any row quantizes (the solver's rows began with the U-less tau).
+    std::fill(block_tau_.begin(), block_tau_.end(), tau_);
   }
 
-  void begin_row(size_t r, std::span<const float> /*original*/) override { exceptions_[r].clear(); }
+  void begin_row(size_t r, std::span<const float> /*original*/) override {
+    exceptions_[r].clear();
+    if (r % spqr::kStatRows == 0) block_tau_[r / spqr::kStatRows] = tau_;
+  }
 
   void begin_groups(size_t r0, size_t r1, size_t c, const float* current, size_t ld) override {
     const uint32_t g = static_cast<uint32_t>(c / spqr::kGroup), maxq = (1u << p_.bits) - 1;
     const size_t n = r1 - r0;
+    if (p_.budget > 0 && c > 0) steer_block_tau(r0, r1, c);
     float scales[spqr::kStatRows], zeros[spqr::kStatRows];
     for (size_t i = 0; i < n; ++i) {
-      const spqr::AffineGrid first = fit_group(current + i * ld, c, maxq);
+      const spqr::AffineGrid first = fit_group(current + i * ld, c, maxq, block_tau_[r0 / spqr::kStatRows]);
       scales[i] = first.scale;
       zeros[i] = first.zero;
     }
@@ -107,13 +117,14 @@ class SpqrEncoder final : public MatrixEncoder {
   }
 
   void quantize(size_t r, size_t c, const float* v, float* rec) override {
+    const float tau = block_tau_[r / spqr::kStatRows];
     const spqr::GroupStats st = stats_[r];
     const spqr::AffineGrid grid{st.scale, st.zero, (1u << p_.bits) - 1};
     const uint32_t q = grid.code(*v);
     const float deq = spqr::dequantize(st, q);
     if (p_.outliers()) {
       const float e = (*v - deq) / udiag_[c];
-      if (e * e > tau_) {
+      if (e * e > tau) {
         const uint32_t q0 = grid.code(0.0f);
         const float dense = spqr::dequantize(st, q0);
         const uint16_t corr = half_saturating(*v - dense);
@@ -153,6 +164,7 @@ class SpqrEncoder final : public MatrixEncoder {
   };
 
   void set_tau() {
+    if (p_.budget > 0) return set_tau_from_budget();
     double s = 0;
     for (uint32_t c = 0; c < cols_; ++c) s += col_var_[c] / (double{udiag_[c]} * udiag_[c]);
     const double scale = s / cols_;
@@ -160,14 +172,60 @@ class SpqrEncoder final : public MatrixEncoder {
     tau_ = p_.outliers() && scale > 0 ? static_cast<float>(p_.threshold * scale) : std::numeric_limits<float>::infinity();
   }
 
-  // Group [c, c + 16) of one row: its first-level grid, fitted with the likely
-  // outliers replaced by the mean of the other values. Likely outlier (SpQR's
-  // leave-one-out test): leaving weight i out of the fit (and unquantized)
-  // lowers the group's error sum_j ((Q(v_j) - v_j) / U[j][j])^2 by more than tau.
-  spqr::AffineGrid fit_group(const float* v, size_t c, uint32_t maxq) const {
+  // Under a budget, each block of 16 rows steers its own tau at every group:
+  // the share of exceptions so far against the budget scales tau by that
+  // ratio (within [1/4, 4]; halved when there are none yet),
+  // so GPTQ's feedback, which moves the errors the quantile was taken from,
+  // does not carry the share away. One thread walks a block, so the result
+  // does not depend on scheduling.
+  void steer_block_tau(size_t r0, size_t r1, size_t c) {
+    size_t count = 0;
+    for (size_t r = r0; r < r1; ++r) count += exceptions_[r].size();
+    const double target = p_.budget * static_cast<double>((r1 - r0) * c);
+    float& tau = block_tau_[r0 / spqr::kStatRows];
+    if (!std::isfinite(tau)) return;
+    const double ratio = count == 0 ? 0.5 : std::clamp(static_cast<double>(count) / target, 0.25, 4.0);
+    tau = static_cast<float>(tau * ratio);
+  }
+
+  // tau for an exception budget (seed 002 0x04A: "chosen to reach a target
+  // global exception budget"): the (1 - budget) quantile of the feedback-free
+  // errors ((w - Q(w)) / U[c][c])^2, Q each group's min-max grid of the
+  // original weights. GPTQ's feedback moves the errors it then tests, so the
+  // realized share is near the budget, not equal (the sparse ledger prints it).
+  void set_tau_from_budget() {
+    const uint32_t maxq = (1u << p_.bits) - 1;
+    std::vector<float> score;
+    score.reserve(w_.size());
+    for (uint32_t r = 0; r < rows_; ++r)
+      for (uint32_t g = 0; g < groups_; ++g) {
+        // A weight's score is what either test compares with tau: its own
+        // squared error, or what leaving it out of the fit saves.
+        const float* v = &w_[size_t{r} * cols_ + size_t{g} * spqr::kGroup];
+        float saved[spqr::kGroup];
+        loo_savings(v, size_t{g} * spqr::kGroup, maxq, saved);
+        const spqr::AffineGrid grid = spqr::fit_minmax({v, spqr::kGroup}, maxq);
+        for (uint32_t k = 0; k < spqr::kGroup; ++k) {
+          const float e = (v[k] - grid.value(grid.code(v[k]))) / udiag_[g * spqr::kGroup + k];
+          score.push_back(std::max(e * e, saved[k]));
+        }
+      }
+    const auto keep = static_cast<size_t>(std::llround(p_.budget * static_cast<double>(score.size())));
+    if (keep == 0 || score.empty()) {
+      tau_ = std::numeric_limits<float>::infinity();
+      return;
+    }
+    const size_t k = score.size() - std::min(keep, score.size());
+    std::nth_element(score.begin(), score.begin() + static_cast<std::ptrdiff_t>(k), score.end());
+    // Strictly above tau is an exception: the k-th smallest is the largest kept dense.
+    tau_ = k == 0 ? 0.0f : *std::max_element(score.begin(), score.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+
+  // SpQR's leave-one-out savings of a group of 16 (values v, first column c):
+  // saved[i] = the group's error sum_j ((Q(v_j) - v_j) / U[j][j])^2 under the
+  // grid of all 16, minus the same over the other 15 under their own grid.
+  void loo_savings(const float* v, size_t c, uint32_t maxq, float* saved) const {
     constexpr uint32_t k = spqr::kGroup;
-    const spqr::AffineGrid all = spqr::fit_minmax({v, k}, maxq);
-    if (!std::isfinite(tau_)) return all;
     auto error_of = [&](const spqr::AffineGrid& g, uint32_t skip) {
       double e = 0;
       for (uint32_t j = 0; j < k; ++j) {
@@ -177,15 +235,30 @@ class SpqrEncoder final : public MatrixEncoder {
       }
       return e;
     };
-    const double base = error_of(all, k);
-    bool outlier[k];
+    const double base = error_of(spqr::fit_minmax({v, k}, maxq), k);
     float others[k - 1];
-    double kept_sum = 0;
-    uint32_t kept = 0;
     for (uint32_t i = 0; i < k; ++i) {
       for (uint32_t j = 0, o = 0; j < k; ++j)
         if (j != i) others[o++] = v[j];
-      outlier[i] = base - error_of(spqr::fit_minmax(others, maxq), i) > tau_;
+      saved[i] = static_cast<float>(base - error_of(spqr::fit_minmax(others, maxq), i));
+    }
+  }
+
+  // Group [c, c + 16) of one row: its first-level grid, fitted with the likely
+  // outliers replaced by the mean of the other values. Likely outlier (SpQR's
+  // leave-one-out test): leaving weight i out of the fit (and unquantized)
+  // lowers the group's error sum_j ((Q(v_j) - v_j) / U[j][j])^2 by more than tau.
+  spqr::AffineGrid fit_group(const float* v, size_t c, uint32_t maxq, float tau) const {
+    constexpr uint32_t k = spqr::kGroup;
+    const spqr::AffineGrid all = spqr::fit_minmax({v, k}, maxq);
+    if (!std::isfinite(tau)) return all;
+    float saved[k];
+    loo_savings(v, c, maxq, saved);
+    bool outlier[k];
+    double kept_sum = 0;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < k; ++i) {
+      outlier[i] = saved[i] > tau;
       if (!outlier[i]) {
         kept_sum += v[i];
         ++kept;
@@ -231,6 +304,8 @@ class SpqrEncoder final : public MatrixEncoder {
   std::vector<std::vector<Exception>> exceptions_;  // per row, in column order
   std::vector<float> udiag_;     // U[c][c] of the solver (1 under RTN)
   std::vector<double> col_var_;
+  std::vector<float> w_;  // the original weights, kept for an exception budget only
+  std::vector<float> block_tau_;  // per block of 16 rows: tau, steered under a budget
   float tau_ = std::numeric_limits<float>::infinity();
 };
 
@@ -248,14 +323,22 @@ class SpqrCodec final : public MatrixCodec {
   nlohmann::json provenance() const override {
     nlohmann::json j = {{"outlier_test", "GPTQ error (w - q) / U[c][c] squared above tau (SpQR 0x04A), and "
                                          "leave-one-out for the group fits"},
-                        {"tau", "outlier_threshold x mean_c Var_rows(W[:, c]) / U[c][c]^2"},
                         {"permutation", "none (columns in order)"}};
-    j["outlier_threshold"] = p_.outliers() ? nlohmann::json(p_.threshold) : nlohmann::json("none");
+    if (p_.budget > 0) {
+      j["tau"] = "the (1 - outlier_budget) quantile of the feedback-free errors ((w - Q(w)) / U[c][c])^2, per matrix";
+      j["outlier_budget"] = p_.budget;
+    } else {
+      j["tau"] = "outlier_threshold x mean_c Var_rows(W[:, c]) / U[c][c]^2";
+      j["outlier_threshold"] = p_.outliers() ? nlohmann::json(p_.threshold) : nlohmann::json("none");
+    }
     return j;
   }
   std::string summary() const override {
     char buf[128];
-    if (p_.outliers())
+    if (p_.budget > 0)
+      std::snprintf(buf, sizeof buf, "spqr (%u-bit groups of 16, 3-bit statistics, exception budget %.3g%%)", p_.bits,
+                    100 * p_.budget);
+    else if (p_.outliers())
       std::snprintf(buf, sizeof buf, "spqr (%u-bit groups of 16, 3-bit statistics, outlier threshold %.3g)", p_.bits,
                     p_.threshold);
     else
@@ -325,7 +408,8 @@ class SpqrRepresentation final : public Representation {
   std::string_view help() const override {
     return "spqr: SpQR, 2- to 4-bit codes (--bits, default 3) in groups of 16 columns with 3-bit scales and zeros "
            "coded again per 16 rows, plus fp16 exceptions added to the dense weights, chosen by GPTQ's error "
-           "test (--repr-opt outlier_threshold=T, SpQR's relative threshold, 0.2; none = no exceptions)";
+           "test (--repr-opt outlier_threshold=T, SpQR's relative threshold, 0.2; none = no exceptions; or "
+           "outlier_budget=F, tau set per matrix for about that share of exceptions, e.g. 0.01)";
   }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
@@ -338,9 +422,20 @@ class SpqrRepresentation final : public Representation {
       if (*o.bits != 2 && *o.bits != 3 && *o.bits != 4) return invalid_argument("spqr needs --bits 2, 3 or 4");
       p.bits = static_cast<uint32_t>(*o.bits);
     }
+    bool threshold_given = false;
     for (const auto& [key, value] : o.extra) {
+      if (key == "outlier_budget") {
+        char* end = nullptr;
+        const double d = std::strtod(value.c_str(), &end);
+        if (value.empty() || end != value.c_str() + value.size() || !(d > 0 && d <= 0.1))
+          return invalid_argument("--repr-opt outlier_budget=" + value +
+                                  ": expected a share of the weights above 0 and at most 0.1 (e.g. 0.01 for 1%)");
+        p.budget = d;
+        continue;
+      }
       if (key != "outlier_threshold")
-        return invalid_argument("--repr-opt " + key + " is not a spqr option (outlier_threshold)");
+        return invalid_argument("--repr-opt " + key + " is not a spqr option (outlier_threshold, outlier_budget)");
+      threshold_given = true;
       if (value == "none") {
         p.threshold = std::numeric_limits<double>::infinity();
         continue;
@@ -352,6 +447,8 @@ class SpqrRepresentation final : public Representation {
                                 ": expected a positive number (SpQR uses 0.2; smaller keeps more exceptions) or none");
       p.threshold = d;
     }
+    if (threshold_given && p.budget > 0)
+      return invalid_argument("spqr: give outlier_threshold or outlier_budget, not both");
     return std::shared_ptr<const MatrixCodec>(std::make_shared<SpqrCodec>(p));
   }
   Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
