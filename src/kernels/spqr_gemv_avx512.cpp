@@ -130,22 +130,31 @@ void row_tokens(const SpqrGemmArgs& a, uint32_t r, uint32_t t0, const float* sca
     a.y[(t0 + static_cast<uint32_t>(t)) * a.y_stride + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-template <uint32_t kBits>
-void rows(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+// Rows [row_begin, row_end), each with its group statistics decoded (the
+// block parameters widened once per block of 16 rows): fn(r, scale, offset).
+template <typename Fn>
+void for_rows_with_stats(const SpqrView& w, uint32_t row_begin, uint32_t row_end, Fn fn) {
   thread_local std::vector<float> params, stats;
-  static const PairDecoder<kBits> dec;
-  const uint32_t groups = a.w.cols / spqr::kGroup;
+  const uint32_t groups = w.cols / spqr::kGroup;
   stats.resize(2 * size_t{groups});
   float *scale = stats.data(), *offset = stats.data() + groups;
   uint32_t block = UINT32_MAX;
   for (uint32_t r = row_begin; r < row_end; ++r) {
-    if (r / spqr::kStatRows != block) widen_block_params(a.w, block = r / spqr::kStatRows, params);
-    row_stats(a.w, r, params.data(), scale, offset);
+    if (r / spqr::kStatRows != block) widen_block_params(w, block = r / spqr::kStatRows, params);
+    row_stats(w, r, params.data(), scale, offset);
+    fn(r, scale, offset);
+  }
+}
+
+template <uint32_t kBits>
+void rows(const SpqrGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  static const PairDecoder<kBits> dec;
+  for_rows_with_stats(a.w, row_begin, row_end, [&](uint32_t r, const float* scale, const float* offset) {
     uint32_t t = 0;
     for (; t + 4 <= a.batch; t += 4) row_tokens<kBits, 4>(a, r, t, scale, offset, dec);
     for (; t < a.batch; ++t) row_tokens<kBits, 1>(a, r, t, scale, offset, dec);
     csr_row_pass_avx512(spqr_csr(a.w), r, 0.0f, a.x, a.x_stride, a.batch, a.y, a.y_stride);
-  }
+  });
 }
 
 // int8 activations (SpqrI8Args), VNNI: four groups' 64 codes (8 kBits bytes)
@@ -249,20 +258,13 @@ void row_exceptions_i8(const SpqrI8Args& a, uint32_t r) {
 
 template <uint32_t kBits>
 void rows_i8(const SpqrI8Args& a, uint32_t row_begin, uint32_t row_end) {
-  thread_local std::vector<float> params, stats;
   static const QuadDecoder<kBits> dec;
-  const uint32_t groups = a.w.cols / spqr::kGroup;
-  stats.resize(2 * size_t{groups});
-  float *scale = stats.data(), *offset = stats.data() + groups;
-  uint32_t block = UINT32_MAX;
-  for (uint32_t r = row_begin; r < row_end; ++r) {
-    if (r / spqr::kStatRows != block) widen_block_params(a.w, block = r / spqr::kStatRows, params);
-    row_stats(a.w, r, params.data(), scale, offset);
+  for_rows_with_stats(a.w, row_begin, row_end, [&](uint32_t r, const float* scale, const float* offset) {
     uint32_t t = 0;
     for (; t + 4 <= a.batch; t += 4) row_tokens_i8<kBits, 4>(a, r, t, scale, offset, dec);
     for (; t < a.batch; ++t) row_tokens_i8<kBits, 1>(a, r, t, scale, offset, dec);
     row_exceptions_i8(a, r);
-  }
+  });
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # spqr through the binary on the embedded default model: compress --repr spqr
 # (3 bits, SpQR's outlier threshold 0.2, GPTQ) writes a verified artifact
-# whose inspect names its groups and contract (correction semantics); eval's
-# fused kernels agree with the reference decoder and paging gives the same
-# nll; held-out nll within 0.02 nats of bf16; --bits 2 without exceptions
+# whose inspect names its groups, contract (correction semantics) and sparse
+# ledger; eval's fused kernels agree with the reference decoder, paging gives
+# the same nll and the int8-activation kernels land within 0.01 nats;
+# held-out nll within 0.02 nats of bf16; --bits 2 without exceptions
 # under RTN runs paged and traces; bench gemv reports the bits; bad options
 # are refused by name with nothing written.
 #   usage: spqr.sh SUBMOE_BINARY SOURCE_DIR
@@ -41,6 +42,11 @@ grep -q '"outlier_threshold": 0.2' "$work/s3/submoe_manifest.json" && echo "ok  
   fail "provenance: $(grep -A8 spqr "$work/s3/submoe_manifest.json" | head -20)"
 ( check_eval_paths "$bin" "$work/s3" "$text" "spqr 3-bit" ) || fails=$((fails + 1))
 base=$(nll_of "$model"); nll=$(nll_of "$work/s3")
+nll8=$("$bin" eval --model "$work/s3" --text "$text" --ctx 128 --max-tokens 1024 --execution fused-int8 --json 2>/dev/null |
+       python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])')
+if python3 -c "import sys; sys.exit(0 if abs(float('$nll8') - float('$nll')) < 0.01 else 1)"; then
+  echo "ok   eval --execution fused-int8 (the integer-sum kernels) nll $nll8 against fused $nll"
+else fail "fused-int8 nll '$nll8' against fused '$nll'"; fi
 if python3 -c "import sys; sys.exit(0 if abs(float('$nll') - float('$base')) < 0.02 else 1)"; then
   echo "ok   spqr 3-bit held-out nll $nll, bf16 $base"
 else fail "spqr nll '$nll' against bf16 '$base'"; fi
