@@ -1,6 +1,7 @@
 #include "submoe/serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -51,6 +52,9 @@ struct HttpServer::Impl {
   HttpCounters counters;
   std::atomic<uint64_t> next_id{1};
   uint64_t id_salt = std::random_device{}();
+  // The listening socket, seen by the socket-options hook (httplib creates it
+  // in bind_to_port), so bind() can raise its backlog.
+  socket_t listen_socket = INVALID_SOCKET;
 
   explicit Impl(ServerOptions o) : options(std::move(o)) { setup(); }
 
@@ -103,9 +107,10 @@ struct HttpServer::Impl {
     server.set_payload_max_length(options.max_body_bytes);
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let
     // a second server bind a port that is already serving.
-    server.set_socket_options([](socket_t sock) {
+    server.set_socket_options([this](socket_t sock) {
       int yes = 1;
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      listen_socket = sock;
     });
     const int threads = std::max(1, options.http_threads);
     server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -453,6 +458,12 @@ Status HttpServer::bind() {
                          " (in use, or not an address of this machine)");
     impl_->bound_port = port;
   }
+  // Debian's cpp-httplib 0.11 (a compiled library) listens with a backlog of 5:
+  // a burst of connects (32 clients at once against a slow sanitizer build)
+  // overflowed the accept queue (TcpExtListenOverflows) and a client saw
+  // "connection reset by peer". Listening again on a listening socket only
+  // raises its backlog (Linux; net.core.somaxconn caps it).
+  if (impl_->listen_socket != INVALID_SOCKET) (void)::listen(impl_->listen_socket, 4096);
   return Status::ok();
 }
 
