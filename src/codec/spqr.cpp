@@ -46,13 +46,6 @@ void pack_row(std::span<const uint8_t> codes, uint32_t bits, uint8_t* out) {
   }
 }
 
-uint8_t stat_entry(const uint8_t* stat_codes, size_t index) {
-  const size_t bit = index * kStatEntryBits;
-  uint32_t v = stat_codes[bit / 8] >> (bit % 8);
-  if (bit % 8 + kStatEntryBits > 8) v |= static_cast<uint32_t>(stat_codes[bit / 8 + 1]) << (8 - bit % 8);
-  return static_cast<uint8_t>(v & 63);
-}
-
 void pack_stat_entries(std::span<const uint8_t> entries, uint8_t* out) {
   std::memset(out, 0, (entries.size() * kStatEntryBits + 7) / 8);
   for (size_t i = 0; i < entries.size(); ++i) {

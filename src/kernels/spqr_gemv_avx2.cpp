@@ -32,7 +32,7 @@ void widen_block_params(const SpqrView& w, uint32_t block, std::vector<float>& o
 void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale, float* offset) {
   const uint32_t groups = w.cols / spqr::kGroup;
   for (uint32_t g = 0; g < groups; ++g) {
-    const uint32_t e = spqr_stat_entry(w.stat_codes, size_t{r} * groups + g);
+    const uint32_t e = spqr::stat_entry(w.stat_codes, size_t{r} * groups + g);
     const float* p = params + size_t{g} * 4;
     const float s = p[0] * (static_cast<float>(e & 7) - p[1]);
     scale[g] = s;

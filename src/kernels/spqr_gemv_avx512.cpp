@@ -59,7 +59,7 @@ void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale,
     _mm512_storeu_ps(offset + g, _mm512_mul_ps(sv, zv));
   }
   for (; g < groups; ++g) {
-    const uint32_t e = spqr_stat_entry(w.stat_codes, size_t{r} * groups + g);
+    const uint32_t e = spqr::stat_entry(w.stat_codes, size_t{r} * groups + g);
     scale[g] = ss[g] * (static_cast<float>(e & 7) - sz[g]);
     offset[g] = scale[g] * (zs[g] * (static_cast<float>(e >> 3) - zz[g]));
   }
@@ -69,16 +69,25 @@ void row_stats(const SpqrView& w, uint32_t r, const float* params, float* scale,
 // bytes [kBits L, kBits L + 8) of the pair into qword L (codes 8L..8L+7
 // start on a byte: 8 codes are kBits whole bytes), vpmultishiftqb moves code
 // i of each qword to byte i, and the mask drops the neighbours' bits.
+// The vpermb / vpmultishiftqb controls of PairDecoder and QuadDecoder for
+// `qwords` output qwords: qword l takes source bytes [kBits l, kBits l + 8)
+// (clamped to the loaded ones, below `loaded`; bytes past kBits are masked
+// off anyway) and moves code i's bits (at kBits i) to its byte i.
+template <uint32_t kBits>
+void code_controls(int qwords, uint32_t loaded, uint8_t* place, uint8_t* ctrl) {
+  for (int l = 0; l < qwords; ++l)
+    for (int i = 0; i < 8; ++i) {
+      place[8 * l + i] = static_cast<uint8_t>(std::min<uint32_t>(kBits * l + i, loaded - 1));
+      ctrl[8 * l + i] = static_cast<uint8_t>(kBits * i);
+    }
+}
+
 template <uint32_t kBits>
 struct PairDecoder {
   __m256i place, ctrl, mask;
   PairDecoder() {
     alignas(32) uint8_t p[32], c[32];
-    for (int l = 0; l < 4; ++l)
-      for (int i = 0; i < 8; ++i) {
-        p[8 * l + i] = static_cast<uint8_t>(std::min<uint32_t>(kBits * l + i, 15));
-        c[8 * l + i] = static_cast<uint8_t>(kBits * i);
-      }
+    code_controls<kBits>(4, 16, p, c);
     place = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
     ctrl = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
     mask = _mm256_set1_epi8(static_cast<char>((1u << kBits) - 1));
@@ -166,11 +175,7 @@ struct QuadDecoder {
   __m512i place, ctrl, mask;
   QuadDecoder() {
     alignas(64) uint8_t p[64], c[64];
-    for (int l = 0; l < 8; ++l)
-      for (int i = 0; i < 8; ++i) {
-        p[8 * l + i] = static_cast<uint8_t>(std::min<uint32_t>(kBits * l + i, 31));
-        c[8 * l + i] = static_cast<uint8_t>(kBits * i);
-      }
+    code_controls<kBits>(8, 32, p, c);
     place = _mm512_load_si512(p);
     ctrl = _mm512_load_si512(c);
     mask = _mm512_set1_epi8(static_cast<char>((1u << kBits) - 1));

@@ -35,20 +35,11 @@ inline void spqr_row_exceptions_i8(const SpqrI8Args& a, uint32_t r) {
   }
 }
 
-// Entry `index` (r * groups + g) of the 6-bit stat stream: a second byte is
-// read only when the entry reaches into it (so never past the stream's end).
-inline uint32_t spqr_stat_entry(const uint8_t* stream, size_t index) {
-  const size_t bit = index * spqr::kStatEntryBits;
-  uint32_t e = stream[bit / 8] >> (bit % 8);
-  if (bit % 8 > 8 - spqr::kStatEntryBits) e |= static_cast<uint32_t>(stream[bit / 8 + 1]) << (8 - bit % 8);
-  return e & 63;
-}
-
 // Group (r, g)'s scale and zero, by codec/spqr.h's formula (the same float
 // operations as spqr::group_stats, so the weights match the decoder's bits).
 inline spqr::GroupStats spqr_group_stats(const SpqrView& w, uint32_t r, uint32_t g) {
   const uint32_t groups = w.cols / spqr::kGroup;
-  const uint32_t e = spqr_stat_entry(w.stat_codes, size_t{r} * groups + g);
+  const uint32_t e = spqr::stat_entry(w.stat_codes, size_t{r} * groups + g);
   const uint16_t* par = w.stat_params + ((size_t{r} / spqr::kStatRows) * groups + g) * 4;
   return {finite_half_to_float(par[0]) * (static_cast<float>(e & 7) - finite_half_to_float(par[1])),
           finite_half_to_float(par[2]) * (static_cast<float>(e >> 3) - finite_half_to_float(par[3]))};

@@ -27,15 +27,8 @@ std::shared_ptr<const MatrixCodec> codec(const std::string& scales = "dq8", uint
   return *c;
 }
 
+using testing::rtn;
 using testing::spans_of;
-
-std::unique_ptr<MatrixEncoder> rtn(const MatrixCodec& c, const std::vector<float>& w, uint32_t rows, uint32_t cols) {
-  auto enc = c.make_encoder(rows, cols);
-  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
-  std::vector<float> copy = w;
-  EXPECT_TRUE(quant::rtn_quantize(copy, rows, cols, **enc).is_ok());
-  return std::move(enc).value();
-}
 
 TEST(Nf4Representation, ReconstructionIsTheDecodersAndTheLedgerCountsEveryByte) {
   const uint32_t rows = 40, cols = 512;  // 320 blocks: two absmax2 groups under dq8

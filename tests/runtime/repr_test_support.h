@@ -1,14 +1,20 @@
 // Shared by the representation tests: packed fields as the spans a codec
-// reads, and a GPTQ problem whose inputs are correlated (so the solver's
-// error feedback has something to use) with its output-error measure.
+// reads, a matrix quantized by round-to-nearest through a codec's encoder,
+// the squared error of two reconstructions, and a GPTQ problem whose inputs
+// are correlated (so the solver's error feedback has something to use) with
+// its output-error measure.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
 
+#include "submoe/quant/gptq.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::runtime::testing {
@@ -17,6 +23,22 @@ inline std::vector<std::span<const std::byte>> spans_of(const std::vector<Packed
   std::vector<std::span<const std::byte>> s;
   for (const auto& f : t) s.emplace_back(reinterpret_cast<const std::byte*>(f.bytes.data()), f.bytes.size());
   return s;
+}
+
+// `c`'s encoder for [rows, cols] after round-to-nearest on w.
+inline std::unique_ptr<MatrixEncoder> rtn(const MatrixCodec& c, const std::vector<float>& w, uint32_t rows,
+                                          uint32_t cols) {
+  auto enc = c.make_encoder(rows, cols);
+  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
+  EXPECT_TRUE(quant::rtn_quantize(w, rows, cols, **enc).is_ok());
+  return std::move(enc).value();
+}
+
+// sum_i (a_i - b_i)^2 in double.
+inline double sq_err(const std::vector<float>& a, const std::vector<float>& b) {
+  double e = 0;
+  for (size_t i = 0; i < a.size(); ++i) e += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+  return e;
 }
 
 // W [rows, cols] ~ N(0, w_scale^2); tokens of AR(1) inputs x (coefficient

@@ -26,20 +26,9 @@ std::shared_ptr<const MatrixCodec> codec(double bits, std::vector<std::pair<std:
   return *c;
 }
 
+using testing::rtn;
 using testing::spans_of;
-
-std::unique_ptr<MatrixEncoder> rtn(const MatrixCodec& c, const std::vector<float>& w, uint32_t rows, uint32_t cols) {
-  auto enc = c.make_encoder(rows, cols);
-  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
-  EXPECT_TRUE(quant::rtn_quantize(w, rows, cols, **enc).is_ok());
-  return std::move(enc).value();
-}
-
-double sq_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double e = 0;
-  for (size_t i = 0; i < a.size(); ++i) e += std::pow(double{a[i]} - b[i], 2);
-  return e;
-}
+using testing::sq_err;
 
 TEST(SqueezeLlmRepresentation, ReconstructionIsTheDecodersAndExceptionsPay) {
   const uint32_t rows = 24, cols = 256;

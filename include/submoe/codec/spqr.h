@@ -77,9 +77,16 @@ struct SpqrMatrix {
 uint8_t code_at(const uint8_t* row_codes, uint32_t c, uint32_t bits);
 // Packs one row's codes (each < 2^bits) into row_code_bytes(codes.size(), bits).
 void pack_row(std::span<const uint8_t> codes, uint32_t bits, uint8_t* out);
-// The 6-bit entry `index` (= r * groups + g) of a stat stream, and its packing
-// (entries[i] < 64; out has stat_code_bytes room and is overwritten).
-uint8_t stat_entry(const uint8_t* stat_codes, size_t index);
+// The 6-bit entry `index` (= r * groups + g) of a stat stream: a second byte
+// is read only when the entry reaches into it (so never past the stream's
+// end). Inline: the kernels decode every group's entry with it.
+inline uint8_t stat_entry(const uint8_t* stat_codes, size_t index) {
+  const size_t bit = index * kStatEntryBits;
+  uint32_t v = stat_codes[bit / 8] >> (bit % 8);
+  if (bit % 8 + kStatEntryBits > 8) v |= static_cast<uint32_t>(stat_codes[bit / 8 + 1]) << (8 - bit % 8);
+  return static_cast<uint8_t>(v & 63);
+}
+// Packs entries (each < 64) into out (stat_code_bytes room, overwritten).
 void pack_stat_entries(std::span<const uint8_t> entries, uint8_t* out);
 
 // Group (r, g)'s decoded first-level scale and zero.

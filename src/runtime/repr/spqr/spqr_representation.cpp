@@ -424,28 +424,23 @@ class SpqrRepresentation final : public Representation {
     }
     bool threshold_given = false;
     for (const auto& [key, value] : o.extra) {
-      if (key == "outlier_budget") {
-        char* end = nullptr;
-        const double d = std::strtod(value.c_str(), &end);
-        if (value.empty() || end != value.c_str() + value.size() || !(d > 0 && d <= 0.1))
-          return invalid_argument("--repr-opt outlier_budget=" + value +
-                                  ": expected a share of the weights above 0 and at most 0.1 (e.g. 0.01 for 1%)");
-        p.budget = d;
-        continue;
-      }
-      if (key != "outlier_threshold")
+      if (key != "outlier_threshold" && key != "outlier_budget")
         return invalid_argument("--repr-opt " + key + " is not a spqr option (outlier_threshold, outlier_budget)");
-      threshold_given = true;
-      if (value == "none") {
+      const bool budget = key == "outlier_budget";
+      threshold_given |= !budget;
+      if (!budget && value == "none") {
         p.threshold = std::numeric_limits<double>::infinity();
         continue;
       }
+      // A number in (0, 0.1] for a budget, (0, 1e6] for a threshold.
       char* end = nullptr;
       const double d = std::strtod(value.c_str(), &end);
-      if (value.empty() || end != value.c_str() + value.size() || !(d > 0 && d <= 1e6))
-        return invalid_argument("--repr-opt outlier_threshold=" + value +
-                                ": expected a positive number (SpQR uses 0.2; smaller keeps more exceptions) or none");
-      p.threshold = d;
+      if (value.empty() || end != value.c_str() + value.size() || !(d > 0 && d <= (budget ? 0.1 : 1e6)))
+        return invalid_argument("--repr-opt " + key + "=" + value +
+                                (budget ? ": expected a share of the weights above 0 and at most 0.1 (e.g. 0.01 for 1%)"
+                                        : ": expected a positive number (SpQR uses 0.2; smaller keeps more exceptions) "
+                                          "or none"));
+      (budget ? p.budget : p.threshold) = d;
     }
     if (threshold_given && p.budget > 0)
       return invalid_argument("spqr: give outlier_threshold or outlier_budget, not both");
