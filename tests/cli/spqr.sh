@@ -59,6 +59,18 @@ grep -q '"hit_rate"' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   paged run of the
 rc=0; out=$("$bin" trace record --model "$work/s2" --text "$calib" --max-tokens 256 --out "$work/t.trace" 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && echo "ok   trace record on the spqr artifact" || fail "trace: $rc: $out"
 
+# An exception budget (tau per matrix for about that share): the realized share
+# inspect prints is within a factor 2 of it, and the provenance records it.
+rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/sb" --samples 2 --seq-len 32 \
+  --repr spqr --repr-opt outlier_budget=0.01 --method rtn --quiet 2>&1) || rc=$?
+[ "$rc" -eq 0 ] || fail "compress spqr outlier_budget: $rc: $out"
+"$bin" inspect "$work/sb" --json --no-tensors 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["quantization"]["sparse_ledger"]
+assert s and all(0.005 < l["density"] < 0.02 for l in s), s
+' && grep -q '"outlier_budget": 0.01' "$work/sb/submoe_manifest.json" &&
+  echo "ok   outlier_budget=0.01: realized share within a factor 2, recorded" || fail "outlier_budget share or provenance"
+
 rc=0; out=$("$bin" bench gemv --repr spqr --bits 3 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *[34]\.' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr spqr" || fail "bench: $rc: $out"
 
@@ -67,4 +79,6 @@ expect_error "spqr needs --bits 2, 3 or 4" --repr spqr --bits 5
 expect_error "outlier_threshold=abc" --repr spqr --repr-opt outlier_threshold=abc
 expect_error "not a spqr option" --repr spqr --repr-opt outliers=0.01
 expect_error "--group-size 64 is not supported" --repr spqr --group-size 64
+expect_error "outlier_budget=0.5" --repr spqr --repr-opt outlier_budget=0.5
+expect_error "not both" --repr spqr --repr-opt outlier_budget=0.01 --repr-opt outlier_threshold=0.2
 [ "$fails" -eq 0 ] || exit 1
