@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 
+#include "runtime/repr/e8p/e8p_representation.h"
 #include "runtime/repr/int/int_representation.h"
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
 #include "runtime/repr/nf4/nf4_representation.h"
@@ -14,8 +15,8 @@
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 7>& registry() {
-  static const std::array<const Representation*, 7> r = {
+const std::array<const Representation*, 8>& registry() {
+  static const std::array<const Representation*, 8> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
@@ -23,6 +24,7 @@ const std::array<const Representation*, 7>& registry() {
       &repr::nf4_representation(),
       &repr::squeezellm_representation(),
       &repr::spqr_representation(),
+      &repr::e8p_representation(),
   };
   return r;
 }

@@ -244,13 +244,7 @@ bool RvqEncoderHook::rotates() const { return codec_->params().rht; }
 Status RvqEncoderHook::prepare(std::vector<float>& w, std::vector<float>& h) {
   if (!rotates()) return Status::ok();
   SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows_, cols_, seed_out_, seed_in_));
-  SUBMOE_RETURN_IF_ERROR(kernels::rotate_matrix(rot.out, rot.in, std::span<float>(w), rows_, cols_));
-  if (!h.empty()) {
-    std::vector<double> hd(h.begin(), h.end());
-    SUBMOE_RETURN_IF_ERROR(kernels::rotate_hessian(rot.in, hd, cols_));
-    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(hd[i]);
-  }
-  return Status::ok();
+  return rot.rotate_problem(w, h);
 }
 
 void RvqEncoderHook::begin_row(size_t r, std::span<const float> original) {

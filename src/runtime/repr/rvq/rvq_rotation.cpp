@@ -10,6 +10,16 @@ Result<RvqRotation> RvqRotation::create(uint32_t rows, uint32_t cols, uint64_t s
   return RvqRotation{std::move(o), std::move(i)};
 }
 
+Status RvqRotation::rotate_problem(std::vector<float>& w, std::vector<float>& h) const {
+  SUBMOE_RETURN_IF_ERROR(kernels::rotate_matrix(out, in, std::span<float>(w), out.n(), in.n()));
+  if (!h.empty()) {
+    std::vector<double> hd(h.begin(), h.end());
+    SUBMOE_RETURN_IF_ERROR(kernels::rotate_hessian(in, hd, in.n()));
+    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(hd[i]);
+  }
+  return Status::ok();
+}
+
 Status RvqRotation::unrotate(std::span<float> w) const {
   const uint32_t rows = out.n(), cols = in.n();
   if (w.size() != size_t{rows} * cols) return invalid_argument("rvq unrotate: size does not match the rotation");

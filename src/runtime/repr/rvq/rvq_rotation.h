@@ -21,6 +21,9 @@ struct RvqRotation {
   static Result<RvqRotation> create(uint32_t rows, uint32_t cols, uint64_t seed_out, uint64_t seed_in);
   // W <- T_o^T W T_i (rows x cols, row-major): back to the source's coordinates.
   Status unrotate(std::span<float> w) const;
+  // An encoding problem into the rotated coordinates: W <- T_o W T_i^T and,
+  // when h is not empty (GPTQ), H <- T_i H T_i^T (accumulated in double).
+  Status rotate_problem(std::vector<float>& w, std::vector<float>& h) const;
 };
 
 }  // namespace submoe::runtime::repr
