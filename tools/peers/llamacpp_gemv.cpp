@@ -1,7 +1,8 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
-// rates: IQ2_XXS 2.06 bits, Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit
-// squeezellm and spqr), IQ4_NL 4.5 (against submoe's nf4); through
+// rates: IQ2_XXS 2.06 bits (against submoe's e8p, the lattice-derived pair),
+// Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit squeezellm and spqr), IQ4_NL
+// 4.5 (against submoe's nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
 // dense and compressed kernels, in one process, interleaved call by call, each on
 // a working set of distinct matrices larger than the last-level cache. The shared
@@ -29,7 +30,9 @@
 #include "submoe/codec/ternary_dictionary.h"
 #include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
+#include "submoe/kernels/hadamard.h"
 #include "submoe/kernels/dense_gemv.h"
+#include "submoe/kernels/e8p_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/nf4_gemv.h"
@@ -447,6 +450,66 @@ int main(int argc, char** argv) {
                          pa.y = y.data();
                          pa.y_stride = rows;
                          (void)kernels::gemm_spqr(pk, pa, &pool);
+                       },
+                       {}});
+    }
+  }
+
+  // submoe e8p (kernels/e8p_gemv.h) at 2, 3 and 4 bits: random codes, f16
+  // row scales; each call is the whole op: x rotated by T_i (RHT), the kernel,
+  // y rotated back by T_o^T; with int8 activations the rotated x is quantized
+  // in the call (llama.cpp's IQ2_XXS multiplies by q8_K).
+  std::vector<std::vector<kernels::E8pPanels>> e8;
+  const kernels::E8pGemvKernels& ek = kernels::best_e8p_gemv_kernels();
+  Result<kernels::RandomizedHadamard> t_in = kernels::RandomizedHadamard::create(cols, 11);
+  Result<kernels::RandomizedHadamard> t_out = kernels::RandomizedHadamard::create(rows, 12);
+  if (cols % 8 == 0 && t_in.is_ok() && t_out.is_ok()) {
+    auto xr = std::make_shared<std::vector<float>>(cols);
+    auto q8 = std::make_shared<std::vector<int8_t>>(cols);
+    auto s8 = std::make_shared<float>(0.0f);
+    const kernels::RandomizedHadamard* ti = &*t_in;
+    const kernels::RandomizedHadamard* to = &*t_out;
+    e8.reserve(3);
+    for (uint32_t bits : {2u, 3u, 4u}) {
+      const size_t bytes = e8p::matrix_bytes(rows, cols, bits);
+      const uint32_t count = matrices_for(bytes, llc);
+      std::mt19937 erng(31 + bits);
+      e8.emplace_back();
+      for (uint32_t i = 0; i < count; ++i) {
+        e8p::E8pMatrix m;
+        m.rows = rows;
+        m.cols = cols;
+        m.bits = bits;
+        m.codes.resize(size_t{rows} * cols / 8);
+        for (auto& c : m.codes) c = static_cast<uint16_t>(erng());
+        if (bits > 2) {
+          m.residual.resize(m.codes.size());
+          for (auto& c : m.residual) c = static_cast<uint16_t>(bits == 3 ? erng() % 256 : erng());
+        }
+        m.scales.assign(rows, float_to_f16_bits(0.02f));
+        Result<kernels::E8pPanels> pk = kernels::E8pPanels::pack(m);
+        if (!pk.is_ok()) return 1;
+        e8.back().push_back(std::move(pk).value());
+      }
+      const std::vector<kernels::E8pPanels>* set = &e8.back();
+      const double bpw = 8.0 * static_cast<double>(bytes) / (static_cast<double>(rows) * cols);
+      char name[96], name8[96];
+      std::snprintf(name, sizeof name, "submoe e8p %u-bit (rht both sides), f32 activations", bits);
+      std::snprintf(name8, sizeof name8, "submoe e8p %u-bit (rht both sides), int8 activations", bits);
+      timed.push_back({name8, bpw, count, [&, set, xr, q8, s8, ti, to](uint32_t i) {
+                         std::copy(x.begin(), x.end(), xr->begin());
+                         (void)ti->forward(xr->data(), 1, cols);
+                         *s8 = kernels::quantize_activations_int8(kernels::ActivationsView::f32(xr->data(), 1, cols), 0,
+                                                                  cols, q8->data());
+                         (void)kernels::gemm_e8p_i8(ek, (*set)[i], q8->data(), s8.get(), 1, y.data(), &pool);
+                         (void)to->transpose(y.data(), 1, rows);
+                       },
+                       {}});
+      timed.push_back({name, bpw, count, [&, set, xr, ti, to](uint32_t i) {
+                         std::copy(x.begin(), x.end(), xr->begin());
+                         (void)ti->forward(xr->data(), 1, cols);
+                         (void)kernels::gemm_e8p(ek, (*set)[i], xr->data(), 1, y.data(), &pool);
+                         (void)to->transpose(y.data(), 1, rows);
                        },
                        {}});
     }
