@@ -14,15 +14,20 @@ namespace submoe::kernels {
 namespace {
 constexpr size_t kRowGrain = 16;
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
-const E8pGemvKernels kScalar{Isa::kScalar, &detail::e8p_rows_scalar, &detail::e8p_rows_i8_scalar};
-// The vector rows need AVX-512 VBMI (vpermi2b) and VNNI; AVX2 hosts run the scalar ones.
-const E8pGemvKernels kAvx2{Isa::kAvx2, &detail::e8p_rows_scalar, &detail::e8p_rows_i8_scalar};
-const E8pGemvKernels kAvx512{Isa::kAvx512, &detail::e8p_rows_avx512, &detail::e8p_rows_i8_avx512};
+const E8pGemvKernels kScalar{Isa::kScalar, &detail::e8p_rows_scalar, &detail::e8p_rows_i8_scalar, true};
+// The AVX2 rows decode 4 codes at a time in column order; the AVX-512 ones
+// need VBMI (vpermi2b) and VNNI, else the AVX2 rows run.
+const E8pGemvKernels kAvx2{Isa::kAvx2, &detail::e8p_rows_avx2, &detail::e8p_rows_i8_avx2, false};
+const E8pGemvKernels kAvx512{Isa::kAvx512, &detail::e8p_rows_avx512, &detail::e8p_rows_i8_avx512, true};
 
-// Token t's activations in the planar layout, zero-padded.
+// Token t's activations in the table's layout (planar or column order), zero-padded.
 template <typename T>
-void to_planar(const T* x, uint32_t cols, uint32_t chunks, T* out) {
+void to_layout(bool planar, const T* x, uint32_t cols, uint32_t chunks, T* out) {
   std::fill(out, out + size_t{chunks} * kE8pChunkCols, T{});
+  if (!planar) {
+    std::copy(x, x + cols, out);
+    return;
+  }
   for (uint32_t c = 0; c < cols; ++c) {
     const uint32_t j = c / kE8pChunkCols, rest = c % kE8pChunkCols;
     out[size_t{j} * kE8pChunkCols + (rest % e8p::kDim) * kE8pChunkCodes + rest / e8p::kDim] = x[c];
@@ -49,6 +54,8 @@ const E8pTables& e8p_tables() {
       for (uint32_t c = 0; c < e8p::kDim; ++c) {
         out.abs[c][a] = static_cast<int8_t>(q[c] - 1);
         out.one_bit[c][a] = e8p::one_bit_halves()[a][c];
+        out.abs_rows[a] |= uint64_t{static_cast<uint8_t>(out.abs[c][a])} << (8 * c);
+        out.one_bit_rows[a] |= uint64_t{static_cast<uint8_t>(out.one_bit[c][a])} << (8 * c);
       }
     }
     return out;
@@ -109,13 +116,13 @@ Status gemm_e8p(const E8pGemvKernels& k, const E8pPanels& w, const float* x, uin
                 ThreadPool* pool) {
   SUBMOE_RETURN_IF_ERROR(check(w, batch, x, y, "gemm_e8p"));
   const uint32_t pc = w.padded_cols();
-  thread_local AlignedBuffer<float> planar;
-  if (planar.size() < size_t{batch} * pc) planar = AlignedBuffer<float>(size_t{batch} * pc);
-  for (uint32_t t = 0; t < batch; ++t) to_planar(x + size_t{t} * w.cols, w.cols, w.chunks, planar.data() + size_t{t} * pc);
+  thread_local AlignedBuffer<float> prepared;
+  if (prepared.size() < size_t{batch} * pc) prepared = AlignedBuffer<float>(size_t{batch} * pc);
+  for (uint32_t t = 0; t < batch; ++t) to_layout(k.planar, x + size_t{t} * w.cols, w.cols, w.chunks, prepared.data() + size_t{t} * pc);
   E8pArgs a;
   a.w = &w;
   a.batch = batch;
-  a.x = planar.data();
+  a.x = prepared.data();
   a.y = y;
   a.y_stride = w.rows;
   const size_t macs = size_t{w.rows} * w.cols * batch;
@@ -128,19 +135,19 @@ Status gemm_e8p_i8(const E8pGemvKernels& k, const E8pPanels& w, const int8_t* xq
   SUBMOE_RETURN_IF_ERROR(check(w, batch, xq, y, "gemm_e8p_i8"));
   if (scales == nullptr) return invalid_argument("gemm_e8p_i8: null pointer");
   const uint32_t pc = w.padded_cols();
-  thread_local AlignedBuffer<int8_t> planar;
+  thread_local AlignedBuffer<int8_t> prepared;
   thread_local std::vector<int32_t> sums;
-  if (planar.size() < size_t{batch} * pc) planar = AlignedBuffer<int8_t>(size_t{batch} * pc);
+  if (prepared.size() < size_t{batch} * pc) prepared = AlignedBuffer<int8_t>(size_t{batch} * pc);
   sums.assign(batch, 0);
   for (uint32_t t = 0; t < batch; ++t) {
     const int8_t* src = xq + size_t{t} * w.cols;
-    to_planar(src, w.cols, w.chunks, planar.data() + size_t{t} * pc);
+    to_layout(k.planar, src, w.cols, w.chunks, prepared.data() + size_t{t} * pc);
     for (uint32_t c = 0; c < w.cols; ++c) sums[t] += src[c];
   }
   E8pArgs a;
   a.w = &w;
   a.batch = batch;
-  a.xq = planar.data();
+  a.xq = prepared.data();
   a.xq_sums = sums.data();
   a.xq_scales = scales;
   a.y = y;

@@ -11,6 +11,8 @@ namespace submoe::kernels::detail {
 
 void e8p_rows_scalar(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);
 void e8p_rows_i8_scalar(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);
+void e8p_rows_avx2(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);       // natural layout
+void e8p_rows_i8_avx2(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);    // natural layout
 void e8p_rows_avx512(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);     // VBMI
 void e8p_rows_i8_avx512(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);  // VBMI + VNNI
 
@@ -18,9 +20,13 @@ void e8p_rows_i8_avx512(const E8pArgs& a, uint32_t row_begin, uint32_t row_end);
 // plane per coordinate c (64-byte aligned): abs[c][a] = 2 x (2 v0_c) of the
 // stored pattern (even, in [-14, 14]), so q = abs +- ... + (+-1) in quarters;
 // one_bit[c][e] = 2 c_e (halves, in [-4, 4]).
+// The same values entry-major for the AVX2 rows: abs_rows[a] and
+// one_bit_rows[e] hold the 8 coordinates' bytes, coordinate c in byte c.
 struct E8pTables {
   alignas(64) int8_t abs[e8p::kDim][e8p::kAbsEntries];
   alignas(64) int8_t one_bit[e8p::kDim][e8p::kAbsEntries];
+  alignas(64) uint64_t abs_rows[e8p::kAbsEntries];
+  alignas(64) uint64_t one_bit_rows[e8p::kAbsEntries];
 };
 const E8pTables& e8p_tables();
 

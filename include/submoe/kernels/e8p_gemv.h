@@ -50,7 +50,7 @@ struct E8pPanels {
   const uint8_t* row(uint32_t r) const { return data.data() + size_t{r} * chunks * chunk_bytes; }
 };
 
-// Prepared activations, planar and zero-padded to padded_cols() per token.
+// Prepared activations, in the table's layout, zero-padded to padded_cols() per token.
 struct E8pArgs {
   const E8pPanels* w = nullptr;
   uint32_t batch = 1;
@@ -67,6 +67,8 @@ struct E8pGemvKernels {
   Isa isa = Isa::kScalar;
   E8pRowsFn rows = nullptr;
   E8pRowsFn rows_i8 = nullptr;
+  // The activations' layout the rows read: planar (above) or column order.
+  bool planar = true;
 };
 const E8pGemvKernels& e8p_gemv_kernels(Isa isa);
 const E8pGemvKernels& best_e8p_gemv_kernels();
