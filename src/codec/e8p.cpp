@@ -223,6 +223,80 @@ uint16_t nearest(const float x[kDim]) {
   return best_code;
 }
 
+namespace {
+
+// The code of abs pattern a with the flips (bit i: coordinate i negated
+// relative to the stored pattern; even weight) and shift bit p.
+uint16_t code_of(uint32_t a, uint32_t flips, uint32_t p) {
+  uint32_t s = 0;
+  for (uint32_t i = 0; i < kDim; ++i)
+    if ((flips >> i) & 1u) s |= 1u << kE8pNibbleOfCoordinate[i];
+  if (p) s ^= 1u;
+  return static_cast<uint16_t>((a << 8) | s);
+}
+
+}  // namespace
+
+uint32_t nearest_k(const float x[kDim], uint32_t k, uint16_t* codes) {
+  const Tables& t = tables();
+  struct Candidate {
+    float d;
+    uint32_t order;
+    uint16_t code;
+  };
+  std::vector<Candidate> all;
+  all.reserve(2 * 2 * kAbsEntries);
+  for (uint32_t p = 0; p < 2; ++p) {
+    const float shift = p ? -0.25f : 0.25f;
+    float ay[kDim], yy = 0;
+    uint32_t neg_y = 0;
+    for (uint32_t i = 0; i < kDim; ++i) {
+      const float y = x[i] - shift;
+      ay[i] = std::fabs(y);
+      yy += y * y;
+      if (y < 0) neg_y |= 1u << i;
+    }
+    for (uint32_t a = 0; a < kAbsEntries; ++a) {
+      const auto& m = t.magnitude[a];
+      float z[kDim], dot = 0, mm = 0;
+      uint32_t base = 0;
+      for (uint32_t i = 0; i < kDim; ++i) {
+        z[i] = m[i] * ay[i];
+        dot += z[i];
+        mm += m[i] * m[i];
+        if ((t.base_x2[a][i] < 0) != (((neg_y >> i) & 1u) != 0)) base |= 1u << i;
+      }
+      // The two smallest z (first found on ties).
+      uint32_t i1 = 0, i2 = 1;
+      if (z[i2] < z[i1]) std::swap(i1, i2);
+      for (uint32_t i = 2; i < kDim; ++i) {
+        if (z[i] < z[i1]) {
+          i2 = i1;
+          i1 = i;
+        } else if (z[i] < z[i2]) {
+          i2 = i;
+        }
+      }
+      const bool odd = (std::popcount(base) & 1) != 0;
+      const uint32_t order = (p * kAbsEntries + a) * 2;
+      if (odd) {
+        all.push_back({yy + mm - 2 * (dot - 2 * z[i1]), order, code_of(a, base ^ (1u << i1), p)});
+        all.push_back({yy + mm - 2 * (dot - 2 * z[i2]), order + 1, code_of(a, base ^ (1u << i2), p)});
+      } else {
+        all.push_back({yy + mm - 2 * dot, order, code_of(a, base, p)});
+        all.push_back({yy + mm - 2 * (dot - 2 * z[i1] - 2 * z[i2]), order + 1,
+                       code_of(a, base ^ (1u << i1) ^ (1u << i2), p)});
+      }
+    }
+  }
+  const uint32_t n = std::min<uint32_t>(k, static_cast<uint32_t>(all.size()));
+  std::partial_sort(all.begin(), all.begin() + n, all.end(), [](const Candidate& l, const Candidate& r) {
+    return l.d < r.d || (l.d == r.d && l.order < r.order);
+  });
+  for (uint32_t i = 0; i < n; ++i) codes[i] = all[i].code;
+  return n;
+}
+
 uint8_t nearest_one_bit(const float x[kDim]) {
   const auto& pts = tables().one_bit;
   float best = std::numeric_limits<float>::infinity();

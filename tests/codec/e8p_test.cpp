@@ -204,6 +204,33 @@ TEST(E8pNearest, MatchesAnExhaustiveScanOfAllCodes) {
   }
 }
 
+TEST(E8pNearest, CandidatesAreSortedDistinctAndStartAtTheNearest) {
+  for (const auto& x : probe_vectors()) {
+    uint16_t codes[1024];
+    const uint32_t n = nearest_k(x.data(), 1024, codes);
+    ASSERT_EQ(n, 1024u);
+    float v[kDim];
+    decode(nearest(x.data()), v);
+    const double best = dist2(x.data(), v);
+    std::set<uint16_t> seen;
+    double previous = -1;
+    for (uint32_t k = 0; k < n; ++k) {
+      decode(codes[k], v);
+      const double d = dist2(x.data(), v);
+      if (k == 0) {
+        EXPECT_LE(d, best * (1 + 1e-6) + 1e-9);
+      }
+      EXPECT_GE(d, previous * (1 - 1e-6) - 1e-9) << k;
+      previous = d;
+      seen.insert(codes[k]);
+    }
+    EXPECT_EQ(seen.size(), size_t{n});
+    uint16_t few[3];
+    ASSERT_EQ(nearest_k(x.data(), 3, few), 3u);
+    EXPECT_TRUE(std::equal(few, few + 3, codes));
+  }
+}
+
 TEST(E8pNearest, OneBitMatchesAnExhaustiveScan) {
   const auto& t = one_bit_halves();
   for (const auto& x : probe_vectors()) {

@@ -60,6 +60,12 @@ const std::array<std::array<int8_t, kDim>, kAbsEntries>& one_bit_halves();
 // per abs pattern and shift, the best signs under the parity rule in closed
 // form (QuIP#'s two-coset rounding, scanned over all 256 patterns).
 uint16_t nearest(const float x[kDim]);
+// Up to k codes (k <= 1024) near x, nearest first by Euclidean distance (ties:
+// first found): per abs pattern and shift, the best signs under the parity
+// rule and the second best (one other coordinate flipped, or two), the k
+// nearest of those 1,024. The first is as near as nearest(x)'s. For choosing a
+// codeword under another metric (the solver's block metric) by rescoring.
+uint32_t nearest_k(const float x[kDim], uint32_t k, uint16_t* codes);
 // The nearest of the 256 1-bit points to x (exhaustive).
 uint8_t nearest_one_bit(const float x[kDim]);
 

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <array>
 #include <cstdlib>
 #include <mutex>
 
@@ -45,6 +46,12 @@ struct E8pParams {
   uint32_t bits = 2;
   bool rht = true;
   float row_rms = 1.03f;  // encoder only: the rows' RMS in codeword units
+  // Encoder only: the codeword of each block chosen among the `candidates`
+  // nearest (Euclidean) stage-1 codewords under the solver's block metric
+  // ||(w_F - q_F) U_FF^-1|| (quant/block_quantizer.h begin_columns), or the
+  // nearest one (QuIP#'s rounding).
+  bool block_metric = true;
+  uint32_t candidates = 16;
 };
 
 class E8pCodec;
@@ -58,12 +65,15 @@ class E8pEncoderHook final : public MatrixEncoder {
   bool rotates() const override;
   Status prepare(std::vector<float>& w, std::vector<float>& h) override;
   void begin_row(size_t r, std::span<const float> original) override;
+  void begin_columns(size_t c0, size_t c1, const float* u, size_t ld) override;
   void quantize(size_t r, size_t c, const float* values, float* reconstructed) override;
   std::vector<float> dequantize() const override;
   Result<std::vector<PackedTensor>> pack() const override;
 
  private:
   Result<e8p::E8pMatrix> matrix() const;
+  // Stage codes of target t: the nearest, or the best of the candidates under metric a.
+  void choose(const float t[e8p::kDim], const float* a, uint16_t* c1, uint16_t* c2, float v[e8p::kDim]) const;
   void fail(Status st) {
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.is_ok()) error_ = std::move(st);
@@ -74,6 +84,10 @@ class E8pEncoderHook final : public MatrixEncoder {
   uint64_t seed_out_, seed_in_;
   std::vector<uint16_t> scales_;
   std::vector<uint16_t> codes_, residual_;
+  // A = U_FF^-1 (upper triangular, row-major) per 8-column block of the
+  // solver's current columns [metric_c0_, ...).
+  size_t metric_c0_ = 0;
+  std::vector<std::array<float, e8p::kDim * e8p::kDim>> metrics_;
   mutable std::mutex mu_;
   Status error_;
 };
@@ -92,9 +106,15 @@ class E8pCodec final : public MatrixCodec, public std::enable_shared_from_this<E
             {"codebook_crc32", crc_hex(e8p::kE8pTableCrc32)}};
   }
   nlohmann::json provenance() const override {
-    return {{"rounding", "nearest codeword (exact Euclidean search over the 256 abs patterns x both shifts) of each "
-                         "8-column block after the solver's block feedback (BlockLDLQ); residual stages greedy, as "
-                         "QuIP#"},
+    return {{"rounding", p_.block_metric
+                             ? "each 8-column block after the solver's block feedback (BlockLDLQ): the best, under "
+                               "the solver's block metric ||(w_F - q_F) U_FF^-1||^2, of the " +
+                                   std::to_string(p_.candidates) +
+                                   " Euclidean-nearest stage-1 codewords (each with its greedy stage 2); Euclidean "
+                                   "nearest without a Hessian"
+                             : "nearest codeword (exact Euclidean search over the 256 abs patterns x both shifts) "
+                               "of each 8-column block after the solver's block feedback (BlockLDLQ); residual "
+                               "stages greedy, as QuIP#"},
             {"row_scale", "f16(RMS_r / " + std::to_string(p_.row_rms) + ") per row of the rotated matrix"},
             {"fine_tuning", "none (QuIP#'s block and end-to-end fine-tuning are not run)"},
             {"rotation_seeds", "rvq_default_seed(width) per matrix, recorded in rht_seeds"}};
@@ -217,6 +237,73 @@ void E8pEncoderHook::begin_row(size_t r, std::span<const float> original) {
   scales_[r] = s;
 }
 
+void E8pEncoderHook::begin_columns(size_t c0, size_t c1, const float* u, size_t ld) {
+  metrics_.clear();
+  metric_c0_ = c0;
+  if (!codec_->params().block_metric) return;
+  constexpr uint32_t d = e8p::kDim;
+  for (size_t c = c0; c + d <= c1; c += d) {
+    // A = U_FF^-1: solve U_FF A = I column by column, in double.
+    double a[d][d] = {};
+    for (uint32_t j = 0; j < d; ++j)
+      for (uint32_t i = j + 1; i-- > 0;) {
+        double v = i == j ? 1.0 : 0.0;
+        for (uint32_t k = i + 1; k <= j; ++k) v -= double{u[(c + i) * ld + c + k]} * a[k][j];
+        a[i][j] = v / double{u[(c + i) * ld + c + i]};
+      }
+    std::array<float, d * d> m{};
+    for (uint32_t i = 0; i < d; ++i)
+      for (uint32_t j = 0; j < d; ++j) {
+        m[i * d + j] = static_cast<float>(a[i][j]);
+        if (!std::isfinite(m[i * d + j])) {  // a degenerate factor: Euclidean rounding for these columns
+          metrics_.clear();
+          return;
+        }
+      }
+    metrics_.push_back(m);
+  }
+}
+
+void E8pEncoderHook::choose(const float t[e8p::kDim], const float* a, uint16_t* c1, uint16_t* c2,
+                            float v[e8p::kDim]) const {
+  const e8p::Stage2 s2 = e8p::stage2_of_bits(codec_->params().bits);
+  if (a == nullptr) {
+    e8p::encode(s2, t, c1, c2, v);
+    return;
+  }
+  constexpr uint32_t d = e8p::kDim;
+  uint16_t cand[1024];
+  const uint32_t n = e8p::nearest_k(t, codec_->params().candidates, cand);
+  double best = INFINITY;
+  for (uint32_t k = 0; k < n; ++k) {
+    uint16_t s2code = 0;
+    float rec[d];
+    if (s2 == e8p::Stage2::kNone) {
+      e8p::reconstruct(s2, cand[k], 0, rec);
+    } else {
+      float v1[d], r[d];
+      e8p::decode(cand[k], v1);
+      const float rho = e8p::rho_of(s2);
+      for (uint32_t i = 0; i < d; ++i) r[i] = (t[i] - v1[i]) * rho;
+      s2code = s2 == e8p::Stage2::kE8p ? e8p::nearest(r) : e8p::nearest_one_bit(r);
+      e8p::reconstruct(s2, cand[k], s2code, rec);
+    }
+    // ||(t - rec) A||^2, A upper triangular.
+    double err = 0;
+    for (uint32_t j = 0; j < d; ++j) {
+      double e = 0;
+      for (uint32_t i = 0; i <= j; ++i) e += (double{t[i]} - rec[i]) * a[i * d + j];
+      err += e * e;
+    }
+    if (err < best) {
+      best = err;
+      *c1 = cand[k];
+      *c2 = s2code;
+      std::copy(rec, rec + d, v);
+    }
+  }
+}
+
 void E8pEncoderHook::quantize(size_t r, size_t c, const float* values, float* reconstructed) {
   const float scale = f16_bits_to_float(scales_[r]);
   const size_t i = r * (cols_ / e8p::kDim) + c / e8p::kDim;
@@ -226,9 +313,10 @@ void E8pEncoderHook::quantize(size_t r, size_t c, const float* values, float* re
   }
   float t[e8p::kDim], v[e8p::kDim];
   for (uint32_t k = 0; k < e8p::kDim; ++k) t[k] = values[k] / scale;
-  const e8p::Stage2 s2 = e8p::stage2_of_bits(codec_->params().bits);
-  uint16_t c1, c2;
-  e8p::encode(s2, t, &c1, &c2, v);
+  const size_t m = (c - metric_c0_) / e8p::kDim;
+  const float* a = c >= metric_c0_ && m < metrics_.size() ? metrics_[m].data() : nullptr;
+  uint16_t c1 = 0, c2 = 0;
+  choose(t, a, &c1, &c2, v);
   codes_[i] = c1;
   if (!residual_.empty()) residual_[i] = c2;
   for (uint32_t k = 0; k < e8p::kDim; ++k) reconstructed[k] = scale * v[k];
@@ -287,7 +375,9 @@ class E8pRepresentation final : public Representation {
   std::string_view help() const override {
     return "e8p: QuIP#'s E8P lattice code, randomized Hadamard rotation + 8-weight E8P codewords (16-bit codes from "
            "a 256-entry table) with BlockLDLQ feedback; --bits 2 (E8P, the default), 3 (+ E8 1-bit residual), 4 (+ E8P residual); "
-           "--repr-opt rht=on|off, row_rms=R (the rows' RMS in codeword units; 1.03 / 1.00 / 0.92 at 2 / 3 / 4 bits)";
+           "--repr-opt rht=on|off, row_rms=R (the rows' RMS in codeword units; 1.03 / 1.00 / 0.92 at 2 / 3 / 4 bits), "
+           "metric=block|euclidean (choose among candidates=N nearest codewords under the solver's block metric, "
+           "16; or QuIP#'s nearest)";
   }
   static Result<E8pParams> params_of(const ReprOptions& o) {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
@@ -310,8 +400,18 @@ class E8pRepresentation final : public Representation {
         if (value.empty() || end != value.c_str() + value.size() || !(d >= 0.25 && d <= 4))
           return invalid_argument("--repr-opt row_rms=" + value + ": expected a number from 0.25 to 4");
         p.row_rms = static_cast<float>(d);
+      } else if (key == "metric") {
+        if (value != "block" && value != "euclidean")
+          return invalid_argument("--repr-opt metric=" + value + ": expected block or euclidean");
+        p.block_metric = value == "block";
+      } else if (key == "candidates") {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(value.c_str(), &end, 10);
+        if (value.empty() || value[0] == '-' || end != value.c_str() + value.size() || v < 1 || v > 1024)
+          return invalid_argument("--repr-opt candidates=" + value + ": expected an integer from 1 to 1024");
+        p.candidates = static_cast<uint32_t>(v);
       } else {
-        return invalid_argument("--repr-opt " + key + " is not an e8p option (rht, row_rms)");
+        return invalid_argument("--repr-opt " + key + " is not an e8p option (rht, row_rms, metric, candidates)");
       }
     }
     return p;
