@@ -16,9 +16,9 @@ constexpr size_t kRowGrain = 16;
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
 const E8pGemvKernels kScalar{Isa::kScalar, &detail::e8p_rows_scalar, &detail::e8p_rows_i8_scalar, true};
 // The AVX2 rows decode 4 codes at a time in column order; the AVX-512 ones
-// need VBMI (vpermi2b) and VNNI, else the AVX2 rows run.
+// need VBMI (vpermi2b), VNNI and BF16 (vdpbf16ps), else the AVX2 rows run.
 const E8pGemvKernels kAvx2{Isa::kAvx2, &detail::e8p_rows_avx2, &detail::e8p_rows_i8_avx2, false};
-const E8pGemvKernels kAvx512{Isa::kAvx512, &detail::e8p_rows_avx512, &detail::e8p_rows_i8_avx512, true};
+const E8pGemvKernels kAvx512{Isa::kAvx512, &detail::e8p_rows_avx512, &detail::e8p_rows_i8_avx512, true, true};
 
 // Token t's activations in the table's layout (planar or column order), zero-padded.
 template <typename T>
@@ -103,7 +103,9 @@ Result<E8pPanels> E8pPanels::pack(const e8p::E8pMatrix& m) {
 }
 
 const E8pGemvKernels& e8p_gemv_kernels(Isa isa) {
-  if (isa == Isa::kAvx512 && !(cpu_features().avx512_vbmi && cpu_features().avx512_vnni)) return kAvx2;
+  if (isa == Isa::kAvx512 &&
+      !(cpu_features().avx512_vbmi && cpu_features().avx512_vnni && cpu_features().avx512_bf16))
+    return kAvx2;
   return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
 }
 
@@ -120,6 +122,20 @@ Status gemm_e8p(const E8pGemvKernels& k, const E8pPanels& w, const float* x, uin
   if (prepared.size() < size_t{batch} * pc) prepared = AlignedBuffer<float>(size_t{batch} * pc);
   for (uint32_t t = 0; t < batch; ++t) to_layout(k.planar, x + size_t{t} * w.cols, w.cols, w.chunks, prepared.data() + size_t{t} * pc);
   E8pArgs a;
+  if (k.split_bf16) {
+    thread_local AlignedBuffer<uint16_t> hi, lo;
+    if (hi.size() < size_t{batch} * pc) {
+      hi = AlignedBuffer<uint16_t>(size_t{batch} * pc);
+      lo = AlignedBuffer<uint16_t>(size_t{batch} * pc);
+    }
+    for (size_t i = 0; i < size_t{batch} * pc; ++i) {
+      const bf16_t h = float_to_bf16(prepared.data()[i]);
+      hi.data()[i] = h.bits;
+      lo.data()[i] = float_to_bf16(prepared.data()[i] - bf16_to_float(h)).bits;
+    }
+    a.x_hi = hi.data();
+    a.x_lo = lo.data();
+  }
   a.w = &w;
   a.batch = batch;
   a.x = prepared.data();

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "e8p_gemv_internal.h"
 #include "submoe/core/aligned_buffer.h"
@@ -114,24 +115,48 @@ void sweep_i8(const E8pArgs& a, const int8_t* buffer, uint32_t r, uint32_t t0, f
                                                  static_cast<float>(sums[0][t]), static_cast<float>(sums[1][t]), m2);
 }
 
-// f32 sweep of a decoded row (q) for NT tokens starting at t0.
+// q = u - 16 as bf16 (exact), indexed by u in [0, 32): one vpermw table.
+inline __m512i bf16_of_u_table() {
+  struct Table {
+    alignas(64) uint16_t v[32];
+    Table() {
+      for (int i = 0; i < 32; ++i) {
+        const float f = static_cast<float>(i - 16);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        v[i] = static_cast<uint16_t>(bits >> 16);  // small integers: exact, no rounding
+      }
+    }
+  };
+  static const Table t;
+  return _mm512_load_si512(t.v);
+}
+
+// The 64 weights of a plane of u bytes as two vectors of 32 bf16.
+inline void plane_to_bf16(__m512i u, __m512i table, __m512i* lo32, __m512i* hi32) {
+  *lo32 = _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(u)), table);
+  *hi32 = _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(u, 1)), table);
+}
+
+inline __m512 dot_bf16(__m512 acc, __m512i w, const uint16_t* x) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(w), reinterpret_cast<__m512bh>(_mm512_load_si512(x)));
+}
+
+// f32 sweep of a decoded row (bf16 q words) for NT tokens starting at t0: x = hi + lo.
 template <uint32_t NT>
-void sweep_f32(const E8pArgs& a, const int8_t* buffer, uint32_t r, uint32_t t0, float m2) {
+void sweep_f32(const E8pArgs& a, const uint16_t* words, uint32_t r, uint32_t t0, float m2) {
   const E8pPanels& w = *a.w;
   const uint32_t pc = w.padded_cols(), stages = stage_count(w);
   float sums[2][NT] = {};
   for (uint32_t s = 0; s < stages; ++s) {
     __m512 acc[NT][2];
     for (uint32_t t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    const int8_t* q = buffer + size_t{s} * pc;
+    const uint16_t* q = words + size_t{s} * pc;
     for (uint32_t i = 0; i < pc; i += 32) {
-      const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q + i))));
-      const __m512 f1 =
-          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q + i + 16))));
+      const __m512i v = _mm512_load_si512(q + i);
       for (uint32_t t = 0; t < NT; ++t) {
-        const float* x = a.x + size_t{t0 + t} * pc + i;
-        acc[t][0] = _mm512_fmadd_ps(f0, _mm512_load_ps(x), acc[t][0]);
-        acc[t][1] = _mm512_fmadd_ps(f1, _mm512_load_ps(x + 16), acc[t][1]);
+        acc[t][0] = dot_bf16(acc[t][0], v, a.x_hi + size_t{t0 + t} * pc + i);
+        acc[t][1] = dot_bf16(acc[t][1], v, a.x_lo + size_t{t0 + t} * pc + i);
       }
     }
     for (uint32_t t = 0; t < NT; ++t) sums[s][t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
@@ -140,14 +165,38 @@ void sweep_f32(const E8pArgs& a, const int8_t* buffer, uint32_t r, uint32_t t0, 
     a.y[(t0 + t) * a.y_stride + r] = e8p_combine(w.scales.data()[r], sums[0][t], sums[1][t], m2);
 }
 
+// Row r's weights as bf16 words, stage-major like decode_row.
+void decode_row_bf16(const E8pPanels& w, uint32_t r, uint16_t* words) {
+  const uint8_t* row = w.row(r);
+  const __m512i table = bf16_of_u_table();
+  for (uint32_t s = 0; s < stage_count(w); ++s)
+    for (uint32_t j = 0; j < w.chunks; ++j) {
+      __m512i planes[kD];
+      decode_stage(w, row + size_t{j} * w.chunk_bytes, s, 16, planes);
+      uint16_t* to = words + (size_t{s} * w.chunks + j) * kE8pChunkCols;
+      for (uint32_t c = 0; c < kD; ++c) {
+        __m512i lo, hi;
+        plane_to_bf16(planes[c], table, &lo, &hi);
+        _mm512_store_si512(to + c * kE8pChunkCodes, lo);
+        _mm512_store_si512(to + c * kE8pChunkCodes + 32, hi);
+      }
+    }
+}
+
+uint16_t* row_words(const E8pPanels& w) {
+  thread_local AlignedBuffer<uint16_t> buffer;
+  const size_t need = size_t{stage_count(w)} * w.padded_cols();
+  if (buffer.size() < need) buffer = AlignedBuffer<uint16_t>(need);
+  return buffer.data();
+}
+
 template <typename Sweep4, typename Sweep1>
-void rows_by_buffer(const E8pArgs& a, uint32_t row_begin, uint32_t row_end, int8_t offset, Sweep4 sweep4,
-                    Sweep1 sweep1) {
+void rows_by_buffer(const E8pArgs& a, uint32_t row_begin, uint32_t row_end, Sweep4 sweep4, Sweep1 sweep1) {
   const E8pPanels& w = *a.w;
   const float m2 = e8p_stage2_multiplier(w.stage2);
   int8_t* buffer = row_buffer(w);
   for (uint32_t r = row_begin; r < row_end; ++r) {
-    decode_row(w, r, offset, buffer);
+    decode_row(w, r, 16, buffer);
     uint32_t t = 0;
     for (; t + 4 <= a.batch; t += 4) sweep4(a, buffer, r, t, m2);
     for (; t < a.batch; ++t) sweep1(a, buffer, r, t, m2);
@@ -157,12 +206,47 @@ void rows_by_buffer(const E8pArgs& a, uint32_t row_begin, uint32_t row_end, int8
 }  // namespace
 
 void e8p_rows_avx512(const E8pArgs& a, uint32_t row_begin, uint32_t row_end) {
-  rows_by_buffer(a, row_begin, row_end, 0, &sweep_f32<4>, &sweep_f32<1>);
+  const E8pPanels& w = *a.w;
+  const float m2 = e8p_stage2_multiplier(w.stage2);
+  if (a.batch > 1) {
+    uint16_t* words = row_words(w);
+    for (uint32_t r = row_begin; r < row_end; ++r) {
+      decode_row_bf16(w, r, words);
+      uint32_t t = 0;
+      for (; t + 4 <= a.batch; t += 4) sweep_f32<4>(a, words, r, t, m2);
+      for (; t < a.batch; ++t) sweep_f32<1>(a, words, r, t, m2);
+    }
+    return;
+  }
+  const uint32_t stages = stage_count(w);
+  const __m512i table = bf16_of_u_table();
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = w.row(r);
+    __m512 acc[2][2] = {{_mm512_setzero_ps(), _mm512_setzero_ps()}, {_mm512_setzero_ps(), _mm512_setzero_ps()}};
+    for (uint32_t j = 0; j < w.chunks; ++j) {
+      const uint8_t* chunk = row + size_t{j} * w.chunk_bytes;
+      const size_t base = size_t{j} * kE8pChunkCols;
+      for (uint32_t s = 0; s < stages; ++s) {
+        __m512i u[kD];
+        decode_stage(w, chunk, s, 16, u);
+        for (uint32_t c = 0; c < kD; ++c) {
+          __m512i lo, hi;
+          plane_to_bf16(u[c], table, &lo, &hi);
+          const size_t i = base + c * kE8pChunkCodes;
+          acc[s][0] = dot_bf16(dot_bf16(acc[s][0], lo, a.x_hi + i), lo, a.x_lo + i);
+          acc[s][1] = dot_bf16(dot_bf16(acc[s][1], hi, a.x_hi + i + 32), hi, a.x_lo + i + 32);
+        }
+      }
+    }
+    const float s1 = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]));
+    const float s2 = stages > 1 ? _mm512_reduce_add_ps(_mm512_add_ps(acc[1][0], acc[1][1])) : 0.0f;
+    a.y[r] = e8p_combine(w.scales.data()[r], s1, s2, m2);
+  }
 }
 
 void e8p_rows_i8_avx512(const E8pArgs& a, uint32_t row_begin, uint32_t row_end) {
   if (a.batch > 1) {
-    rows_by_buffer(a, row_begin, row_end, 16, &sweep_i8<4>, &sweep_i8<1>);
+    rows_by_buffer(a, row_begin, row_end, &sweep_i8<4>, &sweep_i8<1>);
     return;
   }
   const E8pPanels& w = *a.w;

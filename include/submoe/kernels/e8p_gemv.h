@@ -16,6 +16,8 @@
 // so they read the activations "planar": chunk j's coordinate c of code k at
 // j * 512 + c * 64 + k. The scalar rows read the same layout.
 //
+// The AVX-512 f32 rows multiply the exact bf16 q (a vpermw of u) by the
+// activations split into two bf16 halves, hi + lo, with vdpbf16ps.
 // With int8 activations (token t = s_t q_t) the sums are exact in int32: the
 // AVX-512 rows form u = q + 16 in [1, 31] and use vpdpbusd, subtracting 16 x
 // sum(q_t); the scalar rows give the same integers, so both give bit-equal y.
@@ -55,6 +57,10 @@ struct E8pArgs {
   const E8pPanels* w = nullptr;
   uint32_t batch = 1;
   const float* x = nullptr;         // f32 path: token t at x + t * padded_cols
+  // f32 path of tables with split_bf16: x as two bf16 halves, hi = bf16(x),
+  // lo = bf16(x - hi) (|x - hi - lo| <= 2^-18 |x|), same layout as x.
+  const uint16_t* x_hi = nullptr;
+  const uint16_t* x_lo = nullptr;
   const int8_t* xq = nullptr;       // int8 path: token t at xq + t * padded_cols
   const int32_t* xq_sums = nullptr;  // int8 path: sum of token t's codes
   const float* xq_scales = nullptr;  // int8 path: s_t
@@ -69,6 +75,8 @@ struct E8pGemvKernels {
   E8pRowsFn rows_i8 = nullptr;
   // The activations' layout the rows read: planar (above) or column order.
   bool planar = true;
+  // Whether the f32 rows read x_hi / x_lo (vdpbf16ps on exact bf16 weights).
+  bool split_bf16 = false;
 };
 const E8pGemvKernels& e8p_gemv_kernels(Isa isa);
 const E8pGemvKernels& best_e8p_gemv_kernels();
