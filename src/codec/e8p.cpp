@@ -57,6 +57,9 @@ struct Tables {
   // For the encoder: |v^0_i| as floats, and whether the stored pattern has an
   // odd number of negative coordinates.
   std::array<std::array<float, kDim>, kAbsEntries> magnitude{};
+  // The same coordinate-major (for scans over the patterns) and |v0|^2.
+  std::array<std::array<float, kAbsEntries>, kDim> magnitude_t{};
+  std::array<float, kAbsEntries> norm2{};
   std::array<uint8_t, kAbsEntries> negative_parity{};
   std::array<std::array<int8_t, kDim>, kAbsEntries> one_bit{};
   uint32_t crc = 0;
@@ -80,6 +83,12 @@ struct Tables {
         magnitude[a][i] = 0.5f * static_cast<float>(std::abs(nib - 8));
       }
       negative_parity[a] = odd ? 1 : 0;
+      float mm = 0;
+      for (uint32_t i = 0; i < kDim; ++i) {
+        magnitude_t[i][a] = magnitude[a][i];
+        mm += magnitude[a][i] * magnitude[a][i];
+      }
+      norm2[a] = mm;
     }
     uint8_t bytes[kAbsEntries * 4];
     for (uint32_t a = 0; a < kAbsEntries; ++a)
@@ -162,139 +171,150 @@ void decode(uint16_t code, float out[kDim]) {
 
 const std::array<std::array<int8_t, kDim>, kAbsEntries>& one_bit_halves() { return tables().one_bit; }
 
-uint16_t nearest(const float x[kDim]) {
-  const Tables& t = tables();
-  float best = std::numeric_limits<float>::infinity();
-  uint16_t best_code = 0;
-  for (uint32_t p = 0; p < 2; ++p) {
-    const float shift = p ? -0.25f : 0.25f;
-    float ay[kDim];
-    uint32_t neg_y = 0, parity_y = 0;
-    float yy = 0;
-    for (uint32_t i = 0; i < kDim; ++i) {
-      const float y = x[i] - shift;
-      ay[i] = std::fabs(y);
-      yy += y * y;
-      if (y < 0) {
-        neg_y |= 1u << i;
-        parity_y ^= 1u;
-      }
-    }
-    // d^2 = |y|^2 + |m|^2 - 2 score; score = sum m|y| less 2 min m|y| when the
-    // signs of y give the pattern the wrong parity of negative coordinates.
-    for (uint32_t a = 0; a < kAbsEntries; ++a) {
-      const auto& m = t.magnitude[a];
-      float dot = 0, mm = 0, mn = std::numeric_limits<float>::infinity();
-      for (uint32_t i = 0; i < kDim; ++i) {
-        const float z = m[i] * ay[i];
-        dot += z;
-        mm += m[i] * m[i];
-        mn = std::min(mn, z);
-      }
-      const float score = (t.negative_parity[a] ^ parity_y) ? dot - 2 * mn : dot;
-      const float d = yy + mm - 2 * score;
-      if (d < best) {
-        best = d;
-        // Flip f_i = sign(y_i) sign(v0_i), fixing the parity at the smallest m|y|.
-        uint32_t flips = 0, weight = 0, arg = 0;
-        float least = std::numeric_limits<float>::infinity();
-        for (uint32_t i = 0; i < kDim; ++i) {
-          const bool v0_negative = t.base_x2[a][i] < 0;
-          const bool y_negative = (neg_y >> i) & 1u;
-          if (v0_negative != y_negative) {
-            flips |= 1u << i;
-            ++weight;
-          }
-          const float z = m[i] * ay[i];
-          if (z < least) {
-            least = z;
-            arg = i;
-          }
-        }
-        if (weight % 2 != 0) flips ^= 1u << arg;
-        uint32_t s = 0;
-        for (uint32_t i = 0; i < kDim; ++i)
-          if ((flips >> i) & 1u) s |= 1u << kE8pNibbleOfCoordinate[i];
-        if (p) s ^= 1u;  // odd popcount: the decoder flips bit 0 back and shifts by -1/4
-        best_code = static_cast<uint16_t>((a << 8) | s);
-      }
-    }
-  }
-  return best_code;
-}
-
 namespace {
 
-// The code of abs pattern a with the flips (bit i: coordinate i negated
-// relative to the stored pattern; even weight) and shift bit p.
+// One shift's target y = x - shift: |y|, |y|^2 and the signs.
+struct Shifted {
+  float ay[kDim], yy;
+  uint32_t neg_y, parity_y;
+};
+
+Shifted shifted(const float x[kDim], uint32_t p) {
+  const float shift = p ? -0.25f : 0.25f;
+  Shifted v{};
+  for (uint32_t i = 0; i < kDim; ++i) {
+    const float y = x[i] - shift;
+    v.ay[i] = std::fabs(y);
+    v.yy += y * y;
+    if (y < 0) {
+      v.neg_y |= 1u << i;
+      v.parity_y ^= 1u;
+    }
+  }
+  return v;
+}
+
+// d^2 to the best-signed codeword of every pattern: |y|^2 + |m|^2 - 2 score,
+// score = sum m|y| less 2 min m|y| when the signs of y give the pattern the
+// wrong parity of negative coordinates. Patterns innermost (vectorizes); each
+// pattern's sums in coordinate order.
+void best_sign_distances(const Tables& t, const Shifted& v, float* out) {
+  float dot[kAbsEntries], mn[kAbsEntries];
+  for (uint32_t a = 0; a < kAbsEntries; ++a) {
+    dot[a] = 0;
+    mn[a] = std::numeric_limits<float>::infinity();
+  }
+  for (uint32_t i = 0; i < kDim; ++i) {
+    const float y = v.ay[i];
+    const float* m = t.magnitude_t[i].data();
+    for (uint32_t a = 0; a < kAbsEntries; ++a) {
+      const float z = m[a] * y;
+      dot[a] += z;
+      mn[a] = std::min(mn[a], z);
+    }
+  }
+  for (uint32_t a = 0; a < kAbsEntries; ++a) {
+    const float score = (t.negative_parity[a] ^ v.parity_y) ? dot[a] - 2 * mn[a] : dot[a];
+    out[a] = v.yy + t.norm2[a] - 2 * score;
+  }
+}
+
+// The flips (bit i: coordinate i negated relative to the stored pattern) that
+// give pattern a the signs of y, and the two coordinates of least m|y|.
+uint32_t sign_flips(const Tables& t, const Shifted& v, uint32_t a, float z[kDim], uint32_t* i1, uint32_t* i2) {
+  uint32_t base = 0;
+  for (uint32_t i = 0; i < kDim; ++i) {
+    z[i] = t.magnitude[a][i] * v.ay[i];
+    if ((t.base_x2[a][i] < 0) != (((v.neg_y >> i) & 1u) != 0)) base |= 1u << i;
+  }
+  *i1 = 0;
+  *i2 = 1;
+  if (z[*i2] < z[*i1]) std::swap(*i1, *i2);
+  for (uint32_t i = 2; i < kDim; ++i) {
+    if (z[i] < z[*i1]) {
+      *i2 = *i1;
+      *i1 = i;
+    } else if (z[i] < z[*i2]) {
+      *i2 = i;
+    }
+  }
+  return base;
+}
+
+// The code of abs pattern a with the flips (even weight) and shift bit p.
 uint16_t code_of(uint32_t a, uint32_t flips, uint32_t p) {
   uint32_t s = 0;
   for (uint32_t i = 0; i < kDim; ++i)
     if ((flips >> i) & 1u) s |= 1u << kE8pNibbleOfCoordinate[i];
-  if (p) s ^= 1u;
+  if (p) s ^= 1u;  // odd popcount: the decoder flips bit 0 back and shifts by -1/4
   return static_cast<uint16_t>((a << 8) | s);
 }
 
 }  // namespace
 
+uint16_t nearest(const float x[kDim]) {
+  const Tables& t = tables();
+  const Shifted sh[2] = {shifted(x, 0), shifted(x, 1)};
+  float d[2 * kAbsEntries];
+  best_sign_distances(t, sh[0], d);
+  best_sign_distances(t, sh[1], d + kAbsEntries);
+  uint32_t arg = 0;
+  for (uint32_t i = 1; i < 2 * kAbsEntries; ++i)
+    if (d[i] < d[arg]) arg = i;
+  const uint32_t p = arg / kAbsEntries, a = arg % kAbsEntries;
+  float z[kDim];
+  uint32_t i1, i2;
+  uint32_t flips = sign_flips(t, sh[p], a, z, &i1, &i2);
+  if (std::popcount(flips) & 1) flips ^= 1u << i1;
+  return code_of(a, flips, p);
+}
+
 uint32_t nearest_k(const float x[kDim], uint32_t k, uint16_t* codes) {
   const Tables& t = tables();
+  const Shifted sh[2] = {shifted(x, 0), shifted(x, 1)};
+  float best[2 * kAbsEntries];
+  best_sign_distances(t, sh[0], best);
+  best_sign_distances(t, sh[1], best + kAbsEntries);
+  // Every candidate of the k nearest belongs to a (shift, pattern) whose best
+  // is among the k nearest bests: only those are expanded.
+  uint16_t order[2 * kAbsEntries];
+  for (uint32_t i = 0; i < 2 * kAbsEntries; ++i) order[i] = static_cast<uint16_t>(i);
+  const uint32_t keep = std::min<uint32_t>(k, 2 * kAbsEntries);
+  std::partial_sort(order, order + keep, order + 2 * kAbsEntries, [&](uint16_t l, uint16_t r) {
+    return best[l] < best[r] || (best[l] == best[r] && l < r);
+  });
   struct Candidate {
     float d;
     uint32_t order;
     uint16_t code;
   };
   std::vector<Candidate> all;
-  all.reserve(2 * 2 * kAbsEntries);
-  for (uint32_t p = 0; p < 2; ++p) {
-    const float shift = p ? -0.25f : 0.25f;
-    float ay[kDim], yy = 0;
-    uint32_t neg_y = 0;
-    for (uint32_t i = 0; i < kDim; ++i) {
-      const float y = x[i] - shift;
-      ay[i] = std::fabs(y);
-      yy += y * y;
-      if (y < 0) neg_y |= 1u << i;
-    }
-    for (uint32_t a = 0; a < kAbsEntries; ++a) {
-      const auto& m = t.magnitude[a];
-      float z[kDim], dot = 0, mm = 0;
-      uint32_t base = 0;
-      for (uint32_t i = 0; i < kDim; ++i) {
-        z[i] = m[i] * ay[i];
-        dot += z[i];
-        mm += m[i] * m[i];
-        if ((t.base_x2[a][i] < 0) != (((neg_y >> i) & 1u) != 0)) base |= 1u << i;
-      }
-      // The two smallest z (first found on ties).
-      uint32_t i1 = 0, i2 = 1;
-      if (z[i2] < z[i1]) std::swap(i1, i2);
-      for (uint32_t i = 2; i < kDim; ++i) {
-        if (z[i] < z[i1]) {
-          i2 = i1;
-          i1 = i;
-        } else if (z[i] < z[i2]) {
-          i2 = i;
-        }
-      }
-      const bool odd = (std::popcount(base) & 1) != 0;
-      const uint32_t order = (p * kAbsEntries + a) * 2;
-      if (odd) {
-        all.push_back({yy + mm - 2 * (dot - 2 * z[i1]), order, code_of(a, base ^ (1u << i1), p)});
-        all.push_back({yy + mm - 2 * (dot - 2 * z[i2]), order + 1, code_of(a, base ^ (1u << i2), p)});
-      } else {
-        all.push_back({yy + mm - 2 * dot, order, code_of(a, base, p)});
-        all.push_back({yy + mm - 2 * (dot - 2 * z[i1] - 2 * z[i2]), order + 1,
-                       code_of(a, base ^ (1u << i1) ^ (1u << i2), p)});
-      }
+  all.reserve(2 * keep);
+  for (uint32_t n = 0; n < keep; ++n) {
+    const uint32_t p = order[n] / kAbsEntries, a = order[n] % kAbsEntries;
+    const Shifted& v = sh[p];
+    float z[kDim];
+    uint32_t i1, i2;
+    const uint32_t base = sign_flips(t, v, a, z, &i1, &i2);
+    float dot = 0;
+    for (uint32_t i = 0; i < kDim; ++i) dot += z[i];
+    const float mm = t.norm2[a];
+    const uint32_t rank = order[n] * 2u;
+    if (std::popcount(base) & 1) {
+      all.push_back({best[order[n]], rank, code_of(a, base ^ (1u << i1), p)});
+      all.push_back({v.yy + mm - 2 * (dot - 2 * z[i2]), rank + 1, code_of(a, base ^ (1u << i2), p)});
+    } else {
+      all.push_back({best[order[n]], rank, code_of(a, base, p)});
+      all.push_back({v.yy + mm - 2 * (dot - 2 * z[i1] - 2 * z[i2]), rank + 1,
+                     code_of(a, base ^ (1u << i1) ^ (1u << i2), p)});
     }
   }
-  const uint32_t n = std::min<uint32_t>(k, static_cast<uint32_t>(all.size()));
-  std::partial_sort(all.begin(), all.begin() + n, all.end(), [](const Candidate& l, const Candidate& r) {
+  const uint32_t out = std::min<uint32_t>(k, static_cast<uint32_t>(all.size()));
+  std::partial_sort(all.begin(), all.begin() + out, all.end(), [](const Candidate& l, const Candidate& r) {
     return l.d < r.d || (l.d == r.d && l.order < r.order);
   });
-  for (uint32_t i = 0; i < n; ++i) codes[i] = all[i].code;
-  return n;
+  for (uint32_t i = 0; i < out; ++i) codes[i] = all[i].code;
+  return out;
 }
 
 uint8_t nearest_one_bit(const float x[kDim]) {
