@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib/artifact_checks.bash"
 nll_of() { "$bin" eval --model "$1" --text "$text" --ctx 128 --max-tokens 1024 "${@:2}" --json 2>/dev/null |
            python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])'; }
 
-rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e2" --samples 8 --seq-len 128 \
+rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e2" --samples 4 --seq-len 64 \
   --repr e8p --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr e8p: $rc: $out"
 info=$("$bin" inspect "$work/e2" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"

@@ -1,0 +1,310 @@
+// `submoe compare`: every requested representation at every requested rate on
+// one model, measured side by side (seed 002, 0x0AB: compare at equal
+// serialized size). Each step is this binary's own subcommand in a child
+// process (compress, eval, run, bench gemv), so each peak RSS is that step's
+// and a failing combination becomes a row that says why. Rows are saved as
+// they finish (OUT/rows/), so an interrupted comparison continues where it
+// stopped; the table is written atomically at the end.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/subprocess.h"
+#include "submoe/eval/compare_report.h"
+#include "submoe/io/file_util.h"
+#include "submoe/io/hf_config.h"
+#include "submoe/runtime/representation.h"
+
+namespace submoe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompareOptions {
+  std::string model, calib, text, out;
+  std::string reprs = "int,rvq,e8p";
+  std::string bits = "2,3,4";
+  std::string method = "gptq";
+  uint32_t int_group = 128;
+  size_t samples = 16, seq_len = 256, ctx = 256, max_tokens = 0;
+  uint32_t bench_iters = 20;
+  bool no_bench = false;
+  bool overwrite = false;
+  int threads = 0;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The last non-empty line of a child's stderr (its error message).
+std::string last_line(const std::string& s) {
+  size_t end = s.find_last_not_of("\n ");
+  if (end == std::string::npos) return "no message";
+  size_t begin = s.rfind('\n', end);
+  return s.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+Result<nlohmann::json> run_json(const std::vector<std::string>& argv, const std::string& step) {
+  SUBMOE_ASSIGN_OR_RETURN(SubprocessResult r, run_subprocess(argv));
+  if (r.exit_code != 0) return internal_error(step + " failed (exit " + std::to_string(r.exit_code) + "): " + last_line(r.err));
+  // The JSON object is the last line of stdout.
+  const std::string line = last_line(r.out);
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return internal_error(step + " printed no JSON object: " + line);
+  return j;
+}
+
+uint64_t directory_bytes(const fs::path& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) n += e.file_size(ec);
+  return n;
+}
+
+double number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+class Comparison {
+ public:
+  Comparison(const CompareOptions& o, std::string self, uint32_t rows, uint32_t cols)
+      : o_(o), self_(std::move(self)), rows_(rows), cols_(cols) {}
+
+  // The measurements every row shares: eval, run, and (unless --no-bench) the kernels.
+  Status measure(const std::string& model_dir, const std::vector<std::string>& bench_repr, eval::CompareRow* row) {
+    std::vector<std::string> ev = {self_, "eval", "--model", model_dir, "--text", o_.text, "--ctx",
+                                   std::to_string(o_.ctx), "--json", "--threads", std::to_string(o_.threads)};
+    if (o_.max_tokens > 0) ev.insert(ev.end(), {"--max-tokens", std::to_string(o_.max_tokens)});
+    SUBMOE_ASSIGN_OR_RETURN(nlohmann::json e, run_json(ev, "eval"));
+    row->nll = number(e, "nll");
+    SUBMOE_ASSIGN_OR_RETURN(nlohmann::json r, run_json({self_, "run", "--model", model_dir, "--prompt",
+                                                        "The old prince said", "-n", "32", "--ignore-eos", "--json",
+                                                        "--threads", std::to_string(o_.threads)},
+                                                       "run"));
+    row->load_peak_rss_mb = number(r, "peak_rss_mb");
+    row->decode_tokens_per_s = number(r, "decode_tokens_per_s");
+    if (o_.no_bench) return Status::ok();
+    for (uint32_t batch : {1u, 8u}) {
+      std::vector<std::string> b = {self_, "bench", "gemv", "--shape", std::to_string(rows_) + "x" + std::to_string(cols_),
+                                    "--batch", std::to_string(batch), "--iters", std::to_string(o_.bench_iters),
+                                    "--threads", "1", "--json"};
+      b.insert(b.end(), bench_repr.begin(), bench_repr.end());
+      SUBMOE_ASSIGN_OR_RETURN(nlohmann::json j, run_json(b, "bench gemv"));
+      const double us = bench_repr.empty() ? number(j, "dense_bf16_us") : number(j, "compressed_us");
+      (batch == 1 ? row->gemv_b1_us : row->gemv_b8_us) = us;
+    }
+    return Status::ok();
+  }
+
+  eval::CompareRow source() {
+    eval::CompareRow row;
+    row.repr = "source";
+    auto cfg = io::load_hf_config((fs::path(o_.model) / "config.json").string());
+    row.effective_bits = cfg.is_ok() && cfg->dtype == "float32" ? 32 : 16;
+    uint64_t bytes = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o_.model, ec))
+      if (e.path().extension() == ".safetensors") bytes += e.file_size(ec);
+    row.artifact_bytes = bytes;
+    const Status st = measure(o_.model, {}, &row);
+    if (!st.is_ok()) row.error = st.message();
+    return row;
+  }
+
+  eval::CompareRow compressed(const std::string& repr, double bits) {
+    eval::CompareRow row;
+    row.repr = repr;
+    row.requested_bits = bits;
+    const std::string label = repr + "-" + fmt_bits(bits);
+    const fs::path art = fs::path(o_.out) / "artifacts" / label;
+    std::vector<std::string> c = {self_, "compress", "--model", o_.model, "--calib", o_.calib, "--out", art.string(),
+                                  "--repr", repr, "--method", o_.method, "--samples", std::to_string(o_.samples),
+                                  "--seq-len", std::to_string(o_.seq_len), "--json", "--quiet", "--overwrite",
+                                  "--threads", std::to_string(o_.threads)};
+    std::vector<std::string> bench = {"--repr", repr};
+    if (bits > 0) {
+      c.insert(c.end(), {"--bits", fmt_bits(bits)});
+      bench.insert(bench.end(), {"--bits", fmt_bits(bits)});
+    }
+    if (repr == "int" && o_.int_group > 0) {
+      c.insert(c.end(), {"--group-size", std::to_string(o_.int_group)});
+      bench.insert(bench.end(), {"--group-size", std::to_string(o_.int_group)});
+    }
+    auto s = run_json(c, "compress");
+    if (!s.is_ok()) {
+      row.error = s.status().message();
+      return row;
+    }
+    row.effective_bits = number(*s, "expert_bits_per_weight");
+    row.compress_seconds = number(*s, "seconds");
+    row.compress_peak_rss_mb = number(*s, "peak_rss_mb");
+    row.artifact_bytes = directory_bytes(art);
+    const Status st = measure(art.string(), bench, &row);
+    if (!st.is_ok()) row.error = st.message();
+    return row;
+  }
+
+  static std::string fmt_bits(double b) {
+    std::ostringstream s;
+    s << b;
+    return s.str();
+  }
+
+ private:
+  const CompareOptions& o_;
+  std::string self_;
+  uint32_t rows_, cols_;
+};
+
+nlohmann::json row_to_json(const eval::CompareRow& r) {
+  return {{"repr", r.repr}, {"requested_bits", r.requested_bits}, {"effective_bits", r.effective_bits},
+          {"nll", r.nll}, {"artifact_bytes", r.artifact_bytes}, {"load_peak_rss_mb", r.load_peak_rss_mb},
+          {"compress_seconds", r.compress_seconds}, {"compress_peak_rss_mb", r.compress_peak_rss_mb},
+          {"gemv_b1_us", r.gemv_b1_us}, {"gemv_b8_us", r.gemv_b8_us},
+          {"decode_tokens_per_s", r.decode_tokens_per_s}, {"error", r.error}};
+}
+
+std::optional<eval::CompareRow> row_from_json(const nlohmann::json& j) {
+  try {
+    eval::CompareRow r;
+    r.repr = j.at("repr").get<std::string>();
+    r.requested_bits = j.at("requested_bits").get<double>();
+    r.effective_bits = j.at("effective_bits").get<double>();
+    r.nll = j.at("nll").get<double>();
+    r.artifact_bytes = j.at("artifact_bytes").get<uint64_t>();
+    r.load_peak_rss_mb = j.at("load_peak_rss_mb").get<double>();
+    r.compress_seconds = j.at("compress_seconds").get<double>();
+    r.compress_peak_rss_mb = j.at("compress_peak_rss_mb").get<double>();
+    r.gemv_b1_us = j.at("gemv_b1_us").get<double>();
+    r.gemv_b8_us = j.at("gemv_b8_us").get<double>();
+    r.decode_tokens_per_s = j.at("decode_tokens_per_s").get<double>();
+    r.error = j.at("error").get<std::string>();
+    return r;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a damaged saved row is measured again
+  }
+}
+
+Status run_compare(const CompareOptions& o) {
+  if (o.method != "gptq" && o.method != "rtn") return invalid_argument("--method must be gptq or rtn, got '" + o.method + "'");
+  const std::vector<std::string> reprs = split(o.reprs);
+  if (reprs.empty()) return invalid_argument("--reprs names no representation");
+  for (const std::string& r : reprs) SUBMOE_RETURN_IF_ERROR(runtime::find_representation(r).status().with_context("--reprs"));
+  std::vector<double> bits;
+  for (const std::string& b : split(o.bits)) {
+    char* end = nullptr;
+    const double v = std::strtod(b.c_str(), &end);
+    if (end != b.c_str() + b.size() || !(v > 0 && v <= 16)) return invalid_argument("--bits: '" + b + "' is not a rate in (0, 16]");
+    bits.push_back(v);
+  }
+  if (bits.empty()) bits.push_back(0);  // each representation's default rate
+  for (const std::string* f : {&o.calib, &o.text})
+    if (!fs::is_regular_file(*f)) return not_found(*f + ": no such file");
+  SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig cfg, io::load_hf_config((fs::path(o.model) / "config.json").string()));
+  const auto rows = static_cast<uint32_t>(cfg.moe_intermediate_size > 0 ? cfg.moe_intermediate_size : cfg.intermediate_size);
+  const auto cols = static_cast<uint32_t>(cfg.hidden_size);
+  SUBMOE_ASSIGN_OR_RETURN(std::string self, self_executable());
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out) / "rows", ec);
+  if (ec) return io_error(o.out + ": " + ec.message());
+
+  Comparison cmp(o, self, rows, cols);
+  eval::CompareTable table;
+  table.model = o.model;
+  table.text = o.text;
+  table.expert_rows = rows;
+  table.expert_cols = cols;
+  struct Item {
+    std::string repr;
+    double bits;
+  };
+  std::vector<Item> items = {{"source", 0}};
+  for (const std::string& r : reprs)
+    for (double b : bits) items.push_back({r, b});
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    const std::string label = it.repr == "source" ? "source" : it.repr + "-" + Comparison::fmt_bits(it.bits);
+    const fs::path saved = fs::path(o.out) / "rows" / (label + ".json");
+    std::optional<eval::CompareRow> row;
+    if (!o.overwrite && fs::exists(saved)) {
+      auto text = io::read_text_file(saved.string());
+      if (text.is_ok()) row = row_from_json(nlohmann::json::parse(*text, nullptr, false));
+      if (row) std::cerr << "[" << i + 1 << "/" << items.size() << "] " << label << ": measured earlier (" << saved.string() << ")\n";
+    }
+    if (!row) {
+      std::cerr << "[" << i + 1 << "/" << items.size() << "] " << label << " ..." << std::flush;
+      row = it.repr == "source" ? cmp.source() : cmp.compressed(it.repr, it.bits);
+      if (row->error.empty()) {
+        std::cerr << " " << row->effective_bits << " bits, nll " << row->nll << "\n";
+      } else {
+        std::cerr << " failed: " << row->error << "\n";
+      }
+      SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(saved.string(), row_to_json(*row).dump(1) + "\n"));
+    }
+    table.rows.push_back(*row);
+  }
+  const fs::path out(o.out);
+  SUBMOE_RETURN_IF_ERROR(io::write_file_atomic((out / "compare.md").string(), eval::compare_markdown(table)));
+  SUBMOE_RETURN_IF_ERROR(io::write_file_atomic((out / "compare.json").string(), eval::compare_json(table).dump(1) + "\n"));
+  SUBMOE_RETURN_IF_ERROR(io::write_file_atomic((out / "compare.svg").string(), eval::compare_svg(table)));
+  std::cout << eval::compare_markdown(table);
+  std::cerr << "wrote " << (out / "compare.md").string() << ", compare.json, compare.svg\n";
+  return Status::ok();
+}
+
+void setup(CLI::App& root) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "compare",
+      "Compare representations at equal serialized size on one model (seed 002, 0x0AB): compress with each of\n"
+      "--reprs at each of --bits (every combination; one the representation refuses becomes a row saying\n"
+      "why), then per artifact: effective bits from its ledger, held-out loss on --text, artifact bytes,\n"
+      "peak RSS of loading it and decoding 32 tokens (`run`), compression time and peak memory, the fused\n"
+      "kernel's time at the model's expert shape (rows = expert width, cols = hidden) for batch 1 and 8\n"
+      "(`bench gemv --repr`, one thread), and decode tokens/s; the source model is the first row.\n"
+      "Every step runs as its own child process (this binary's compress / eval / run / bench). Rows are\n"
+      "saved in OUT/rows/ as they finish, so an interrupted comparison continues (--overwrite measures\n"
+      "again). Writes OUT/compare.md, OUT/compare.json and OUT/compare.svg (loss against effective bits,\n"
+      "one line per representation); artifacts stay in OUT/artifacts/.");
+  cmd->add_option("--model", o->model, "source checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--calib", o->calib, "calibration text")->required();
+  cmd->add_option("--text", o->text, "held-out text for the loss")->required();
+  cmd->add_option("--out", o->out, "output directory")->required();
+  cmd->add_option("--reprs", o->reprs, "comma-separated registry names")->capture_default_str();
+  cmd->add_option("--bits", o->bits, "comma-separated requested rates (empty: each representation's default)")
+      ->capture_default_str();
+  cmd->add_option("--method", o->method, "gptq or rtn")->capture_default_str();
+  cmd->add_option("--int-group-size", o->int_group, "group size of the int rows (GPTQ int g128 is the usual reference; 0 = per row)")
+      ->capture_default_str();
+  cmd->add_option("--samples", o->samples, "calibration samples per compress")->capture_default_str();
+  cmd->add_option("--seq-len", o->seq_len, "tokens per calibration sample")->capture_default_str();
+  cmd->add_option("--ctx", o->ctx, "eval context")->capture_default_str();
+  cmd->add_option("--max-tokens", o->max_tokens, "eval at most this many tokens (0 = the whole text)")->capture_default_str();
+  cmd->add_option("--bench-iters", o->bench_iters, "rounds of bench gemv per kernel")->capture_default_str()->check(CLI::Range(1u, 100000u));
+  cmd->add_flag("--no-bench", o->no_bench, "skip the kernel timings");
+  cmd->add_flag("--overwrite", o->overwrite, "measure every row again (else rows saved in OUT/rows/ are reused)");
+  cmd->add_option("--threads", o->threads, "worker threads of each step; 0 = all hardware threads")
+      ->capture_default_str()->check(thread_count(true));
+  cmd->callback([o] { report("compare", run_compare(*o)); });
+}
+
+SUBMOE_REGISTER_COMMAND("compare", setup);
+
+}  // namespace
+}  // namespace submoe::cli
