@@ -34,7 +34,7 @@ struct CompareOptions {
   std::string bits = "2,3,4";
   std::string method = "gptq";
   uint32_t int_group = 128;
-  size_t samples = 16, seq_len = 256, ctx = 256, max_tokens = 0;
+  size_t samples = 0, seq_len = 0, ctx = 256, max_tokens = 0;  // 0: compress's own defaults
   uint32_t bench_iters = 20;
   bool no_bench = false;
   bool overwrite = false;
@@ -134,9 +134,10 @@ class Comparison {
     const std::string label = repr + "-" + fmt_bits(bits);
     const fs::path art = fs::path(o_.out) / "artifacts" / label;
     std::vector<std::string> c = {self_, "compress", "--model", o_.model, "--calib", o_.calib, "--out", art.string(),
-                                  "--repr", repr, "--method", o_.method, "--samples", std::to_string(o_.samples),
-                                  "--seq-len", std::to_string(o_.seq_len), "--json", "--quiet", "--overwrite",
+                                  "--repr", repr, "--method", o_.method, "--json", "--quiet", "--overwrite",
                                   "--threads", std::to_string(o_.threads)};
+    if (o_.samples > 0) c.insert(c.end(), {"--samples", std::to_string(o_.samples)});
+    if (o_.seq_len > 0) c.insert(c.end(), {"--seq-len", std::to_string(o_.seq_len)});
     std::vector<std::string> bench = {"--repr", repr};
     if (bits > 0) {
       c.insert(c.end(), {"--bits", fmt_bits(bits)});
@@ -292,8 +293,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--method", o->method, "gptq or rtn")->capture_default_str();
   cmd->add_option("--int-group-size", o->int_group, "group size of the int rows (GPTQ int g128 is the usual reference; 0 = per row)")
       ->capture_default_str();
-  cmd->add_option("--samples", o->samples, "calibration samples per compress")->capture_default_str();
-  cmd->add_option("--seq-len", o->seq_len, "tokens per calibration sample")->capture_default_str();
+  cmd->add_option("--samples", o->samples, "calibration samples per compress (default: compress's)");
+  cmd->add_option("--seq-len", o->seq_len, "tokens per calibration sample (default: compress's)");
   cmd->add_option("--ctx", o->ctx, "eval context")->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "eval at most this many tokens (0 = the whole text)")->capture_default_str();
   cmd->add_option("--bench-iters", o->bench_iters, "rounds of bench gemv per kernel")->capture_default_str()->check(CLI::Range(1u, 100000u));
