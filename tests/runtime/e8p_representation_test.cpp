@@ -30,18 +30,7 @@ std::shared_ptr<const MatrixCodec> codec_of(double bits, bool rht = true) {
 }
 
 std::unique_ptr<MatrixEncoder> encode(const MatrixCodec& c, const CorrelatedProblem& p, bool gptq) {
-  auto enc = c.make_encoder(p.rows, p.cols);
-  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
-  std::vector<float> w = p.w, h = gptq ? p.h : std::vector<float>{};
-  if ((*enc)->rotates()) {
-    EXPECT_TRUE((*enc)->prepare(w, h).is_ok());
-  }
-  if (gptq) {
-    EXPECT_TRUE(quant::gptq_quantize(w, p.rows, p.cols, h, **enc, quant::GptqOptions{}, nullptr).is_ok());
-  } else {
-    EXPECT_TRUE(quant::rtn_quantize(w, p.rows, p.cols, **enc).is_ok());
-  }
-  return std::move(enc).value();
+  return testing::encode_matrix(c, p.w, p.h, p.rows, p.cols, gptq);
 }
 
 TEST(E8pRepresentation, EncoderReconstructionIsTheDecodersAndTheLedgerCountsEveryByte) {

@@ -34,6 +34,25 @@ inline std::unique_ptr<MatrixEncoder> rtn(const MatrixCodec& c, const std::vecto
   return std::move(enc).value();
 }
 
+// The pipeline's steps on one matrix: the codec's rotation (prepare), then
+// GPTQ with the Hessian h or, when !gptq, round-to-nearest.
+inline std::unique_ptr<MatrixEncoder> encode_matrix(const MatrixCodec& c, const std::vector<float>& w0,
+                                                    const std::vector<float>& h0, uint32_t rows, uint32_t cols,
+                                                    bool gptq) {
+  auto enc = c.make_encoder(rows, cols);
+  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
+  std::vector<float> w = w0, h = gptq ? h0 : std::vector<float>{};
+  if ((*enc)->rotates()) {
+    EXPECT_TRUE((*enc)->prepare(w, h).is_ok());
+  }
+  if (gptq) {
+    EXPECT_TRUE(quant::gptq_quantize(w, rows, cols, h, **enc, quant::GptqOptions{}, nullptr).is_ok());
+  } else {
+    EXPECT_TRUE(quant::rtn_quantize(w, rows, cols, **enc).is_ok());
+  }
+  return std::move(enc).value();
+}
+
 // sum_i (a_i - b_i)^2 in double.
 inline double sq_err(const std::vector<float>& a, const std::vector<float>& b) {
   double e = 0;

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "repr_test_support.h"
 #include "submoe/linalg/dense.h"
 #include "submoe/quant/gptq.h"
 #include "submoe/runtime/representation.h"
@@ -49,26 +50,11 @@ Problem make_problem(uint32_t rows, uint32_t cols, uint32_t seed) {
   return p;
 }
 
-std::vector<std::span<const std::byte>> spans_of(const std::vector<PackedTensor>& t) {
-  std::vector<std::span<const std::byte>> s;
-  for (const auto& f : t) s.emplace_back(reinterpret_cast<const std::byte*>(f.bytes.data()), f.bytes.size());
-  return s;
-}
+using testing::spans_of;
 
 // Runs the pipeline's steps on one matrix: prepare (rotation), GPTQ or RTN.
 std::unique_ptr<MatrixEncoder> encode(const MatrixCodec& c, const Problem& p, bool gptq) {
-  auto enc = c.make_encoder(p.rows, p.cols);
-  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
-  std::vector<float> w = p.w, h = gptq ? p.h : std::vector<float>{};
-  if ((*enc)->rotates()) {
-    EXPECT_TRUE((*enc)->prepare(w, h).is_ok());
-  }
-  if (gptq) {
-    EXPECT_TRUE(quant::gptq_quantize(w, p.rows, p.cols, h, **enc, quant::GptqOptions{}, nullptr).is_ok());
-  } else {
-    EXPECT_TRUE(quant::rtn_quantize(w, p.rows, p.cols, **enc).is_ok());
-  }
-  return std::move(enc).value();
+  return testing::encode_matrix(c, p.w, p.h, p.rows, p.cols, gptq);
 }
 
 double output_error(const Problem& p, const std::vector<float>& q) {

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "runtime/repr/bytes_util.h"
+#include "runtime/repr/encoder_support.h"
 #include "runtime/repr/e8p/e8p_linear.h"
 #include "runtime/repr/record_keys.h"
 #include "runtime/repr/rvq/rvq_rotation.h"
@@ -74,10 +75,6 @@ class E8pEncoderHook final : public MatrixEncoder {
   Result<e8p::E8pMatrix> matrix() const;
   // Stage codes of target t: the nearest, or the best of the candidates under metric a.
   void choose(const float t[e8p::kDim], const float* a, uint16_t* c1, uint16_t* c2, float v[e8p::kDim]) const;
-  void fail(Status st) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_.is_ok()) error_ = std::move(st);
-  }
 
   std::shared_ptr<const E8pCodec> codec_;
   uint32_t rows_, cols_;
@@ -88,8 +85,7 @@ class E8pEncoderHook final : public MatrixEncoder {
   // solver's current columns [metric_c0_, ...).
   size_t metric_c0_ = 0;
   std::vector<std::array<float, e8p::kDim * e8p::kDim>> metrics_;
-  mutable std::mutex mu_;
-  Status error_;
+  FirstError error_;
 };
 
 class E8pCodec final : public MatrixCodec, public std::enable_shared_from_this<E8pCodec> {
@@ -193,10 +189,7 @@ class E8pCodec final : public MatrixCodec, public std::enable_shared_from_this<E
                                                                as_u8(has_residual ? f[1] : none),
                                                                as_u8(f[has_residual ? 2 : 1])));
     if (p_.rht) {
-      const std::span<const std::byte> s = f[has_residual ? 3 : 2];
-      if (s.size() != 16) return corrupt_data("e8p: rht_seeds holds " + std::to_string(s.size()) + " bytes, not 16");
-      const std::vector<uint64_t> seeds = copy_as<uint64_t>(s);
-      SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows, cols, seeds[0], seeds[1]));
+      SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, rotation_of_seeds(rows, cols, f[has_residual ? 3 : 2], "e8p"));
       out.rotation = std::move(rot);
     }
     return out;
@@ -229,7 +222,7 @@ void E8pEncoderHook::begin_row(size_t r, std::span<const float> original) {
   const double rms = std::sqrt(ss / static_cast<double>(original.size()));
   const uint16_t s = float_to_f16_bits(static_cast<float>(rms / codec_->params().row_rms));
   if (!std::isfinite(rms) || !std::isfinite(f16_bits_to_float(s))) {
-    fail(invalid_argument("e8p row " + std::to_string(r) + ": the row's RMS " + std::to_string(rms) +
+    error_.set(invalid_argument("e8p row " + std::to_string(r) + ": the row's RMS " + std::to_string(rms) +
                           " has no finite f16 scale"));
     scales_[r] = 0;
     return;
@@ -243,14 +236,8 @@ void E8pEncoderHook::begin_columns(size_t c0, size_t c1, const float* u, size_t 
   if (!codec_->params().block_metric) return;
   constexpr uint32_t d = e8p::kDim;
   for (size_t c = c0; c + d <= c1; c += d) {
-    // A = U_FF^-1: solve U_FF A = I column by column, in double.
-    double a[d][d] = {};
-    for (uint32_t j = 0; j < d; ++j)
-      for (uint32_t i = j + 1; i-- > 0;) {
-        double v = i == j ? 1.0 : 0.0;
-        for (uint32_t k = i + 1; k <= j; ++k) v -= double{u[(c + i) * ld + c + k]} * a[k][j];
-        a[i][j] = v / double{u[(c + i) * ld + c + i]};
-      }
+    double a[d][d];
+    inverse_block<d>(u, ld, c, a);
     std::array<float, d * d> m{};
     for (uint32_t i = 0; i < d; ++i)
       for (uint32_t j = 0; j < d; ++j) {
@@ -323,10 +310,7 @@ void E8pEncoderHook::quantize(size_t r, size_t c, const float* values, float* re
 }
 
 Result<e8p::E8pMatrix> E8pEncoderHook::matrix() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    SUBMOE_RETURN_IF_ERROR(error_);
-  }
+  SUBMOE_RETURN_IF_ERROR(error_.get());
   e8p::E8pMatrix m;
   m.rows = rows_;
   m.cols = cols_;
@@ -362,10 +346,7 @@ Result<std::vector<PackedTensor>> E8pEncoderHook::pack() const {
     out.push_back({"residual", io::DType::kU16, {r, k}, bytes_of(m.residual)});
   }
   out.push_back({"scales", io::DType::kF16, {r}, bytes_of(m.scales)});
-  if (rotates()) {
-    const uint64_t seeds[2] = {seed_out_, seed_in_};
-    out.push_back({"rht_seeds", io::DType::kU64, {2}, bytes_of(std::span<const uint64_t>(seeds, 2), 2)});
-  }
+  if (rotates()) out.push_back(seeds_field(seed_out_, seed_in_));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "runtime/repr/bytes_util.h"
+#include "runtime/repr/encoder_support.h"
 #include "runtime/repr/record_keys.h"
 #include "runtime/repr/rvq/rvq_linear.h"
 #include "submoe/kernels/rvq_panels.h"
@@ -63,10 +64,6 @@ class RvqEncoderHook final : public MatrixEncoder {
 
  private:
   Result<std::vector<float>> decoded() const;
-  void fail(Status st) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_.is_ok()) error_ = std::move(st);
-  }
 
   std::shared_ptr<const RvqCodec> codec_;
   uint32_t rows_, cols_;
@@ -82,8 +79,7 @@ class RvqEncoderHook final : public MatrixEncoder {
   };
   size_t metric_c0_ = 0;
   std::vector<BlockMetric> metrics_;
-  mutable std::mutex mu_;
-  Status error_;
+  FirstError error_;
 };
 
 class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<RvqCodec> {
@@ -207,9 +203,7 @@ class RvqCodec final : public MatrixCodec, public std::enable_shared_from_this<R
                                                {reinterpret_cast<const uint8_t*>(f[0].data()), f[0].size()}, scales,
                                                codebooks_));
     if (p_.rht) {
-      if (f[2].size() != 16) return corrupt_data("rvq: rht_seeds holds " + std::to_string(f[2].size()) + " bytes, not 16");
-      const std::vector<uint64_t> seeds = copy_as<uint64_t>(f[2]);
-      SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, RvqRotation::create(rows, cols, seeds[0], seeds[1]));
+      SUBMOE_ASSIGN_OR_RETURN(RvqRotation rot, rotation_of_seeds(rows, cols, f[2], "rvq"));
       out.rotation = std::move(rot);
     }
     return out;
@@ -250,7 +244,7 @@ Status RvqEncoderHook::prepare(std::vector<float>& w, std::vector<float>& h) {
 void RvqEncoderHook::begin_row(size_t r, std::span<const float> original) {
   auto s = rvq::rvq_row_scale(original);
   if (!s.is_ok()) {
-    fail(s.status().with_context("rvq row " + std::to_string(r) + " scale"));
+    error_.set(s.status().with_context("rvq row " + std::to_string(r) + " scale"));
     scales_[r] = float_to_f16_bits(1.0f);
     return;
   }
@@ -286,14 +280,8 @@ void RvqEncoderHook::begin_columns(size_t c0, size_t c1, const float* u, size_t 
   const uint32_t S = codec_->params().stages;
   std::vector<float> transformed(size_t{S} * rvq::kRvqCodebookFloats);
   for (size_t c = c0; c + d <= c1; c += d) {
-    // A = U_FF^-1 (upper triangular): solve U_FF A = I column by column, in double.
-    double a[d][d] = {};
-    for (uint32_t j = 0; j < d; ++j)
-      for (uint32_t i = j + 1; i-- > 0;) {
-        double v = i == j ? 1.0 : 0.0;
-        for (uint32_t k = i + 1; k <= j; ++k) v -= double{u[(c + i) * ld + c + k]} * a[k][j];
-        a[i][j] = v / double{u[(c + i) * ld + c + i]};
-      }
+    double a[d][d];
+    inverse_block<d>(u, ld, c, a);
     BlockMetric m;
     for (uint32_t i = 0; i < d; ++i)
       for (uint32_t j = 0; j < d; ++j) m.a[i * d + j] = static_cast<float>(a[i][j]);
@@ -349,10 +337,7 @@ void RvqEncoderHook::quantize(size_t r, size_t c, const float* values, float* re
 }
 
 Result<std::vector<float>> RvqEncoderHook::decoded() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    SUBMOE_RETURN_IF_ERROR(error_);
-  }
+  SUBMOE_RETURN_IF_ERROR(error_.get());
   SUBMOE_ASSIGN_OR_RETURN(rvq::RvqMatrix m, rvq::RvqMatrix::from_parts(rows_, cols_, codec_->params().stages, codes_,
                                                                        scales_, codec_->codebooks()));
   SUBMOE_ASSIGN_OR_RETURN(std::vector<float> w, rvq::decode_rvq_reference(m.view()));
@@ -370,10 +355,7 @@ std::vector<float> RvqEncoderHook::dequantize() const {
 }
 
 Result<std::vector<PackedTensor>> RvqEncoderHook::pack() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    SUBMOE_RETURN_IF_ERROR(error_);
-  }
+  SUBMOE_RETURN_IF_ERROR(error_.get());
   const uint32_t S = codec_->params().stages;
   std::vector<PackedTensor> out;
   out.push_back({"codes", io::DType::kU8,
@@ -381,10 +363,7 @@ Result<std::vector<PackedTensor>> RvqEncoderHook::pack() const {
                  codes_});
   out.push_back({"scales", io::DType::kF16, {static_cast<int64_t>(rows_)},
                  bytes_of(std::span<const uint16_t>(scales_), scales_.size())});
-  if (rotates()) {
-    const uint64_t seeds[2] = {seed_out_, seed_in_};
-    out.push_back({"rht_seeds", io::DType::kU64, {2}, bytes_of(std::span<const uint64_t>(seeds, 2), 2)});
-  }
+  if (rotates()) out.push_back(seeds_field(seed_out_, seed_in_));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/repr/rvq/rvq_rotation.h"
 
+#include "runtime/repr/bytes_util.h"
+
 namespace submoe::runtime::repr {
 
 uint64_t rvq_default_seed(uint32_t n) { return 0x5375624d6f455251ull ^ (uint64_t{n} * 0x9E3779B97F4A7C15ull); }
@@ -36,6 +38,19 @@ Status RvqRotation::unrotate(std::span<float> w) const {
     for (uint32_t r = 0; r < rows; ++r) w[size_t{r} * cols + c] = static_cast<float>(v[r]);
   }
   return Status::ok();
+}
+
+Result<RvqRotation> rotation_of_seeds(uint32_t rows, uint32_t cols, std::span<const std::byte> seeds,
+                                      std::string_view repr) {
+  if (seeds.size() != 16)
+    return corrupt_data(std::string(repr) + ": rht_seeds holds " + std::to_string(seeds.size()) + " bytes, not 16");
+  const std::vector<uint64_t> s = copy_as<uint64_t>(seeds);
+  return RvqRotation::create(rows, cols, s[0], s[1]);
+}
+
+PackedTensor seeds_field(uint64_t seed_out, uint64_t seed_in) {
+  const uint64_t seeds[2] = {seed_out, seed_in};
+  return {"rht_seeds", io::DType::kU64, {2}, bytes_of(std::span<const uint64_t>(seeds, 2), 2)};
 }
 
 }  // namespace submoe::runtime::repr

@@ -8,6 +8,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/kernels/hadamard.h"
+#include "submoe/runtime/representation.h"
 
 namespace submoe::runtime::repr {
 
@@ -25,5 +26,12 @@ struct RvqRotation {
   // when h is not empty (GPTQ), H <- T_i H T_i^T (accumulated in double).
   Status rotate_problem(std::vector<float>& w, std::vector<float>& h) const;
 };
+
+// The rotation an `rht_seeds` field names (U64 [2]: the seeds of T_o and
+// T_i); kCorruptData naming `repr` when it is not 16 bytes.
+Result<RvqRotation> rotation_of_seeds(uint32_t rows, uint32_t cols, std::span<const std::byte> seeds,
+                                      std::string_view repr);
+// The `rht_seeds` field to pack.
+PackedTensor seeds_field(uint64_t seed_out, uint64_t seed_in);
 
 }  // namespace submoe::runtime::repr
