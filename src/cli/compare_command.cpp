@@ -246,6 +246,7 @@ Status run_compare(const CompareOptions& o) {
     if (!o.overwrite && fs::exists(saved)) {
       auto text = io::read_text_file(saved.string());
       if (text.is_ok()) row = row_from_json(nlohmann::json::parse(*text, nullptr, false));
+      if (row && !row->error.empty()) row.reset();  // a failed row is tried again
       if (row) std::cerr << "[" << i + 1 << "/" << items.size() << "] " << label << ": measured earlier (" << saved.string() << ")\n";
     }
     if (!row) {
@@ -280,8 +281,8 @@ void setup(CLI::App& root) {
       "kernel's time at the model's expert shape (rows = expert width, cols = hidden) for batch 1 and 8\n"
       "(`bench gemv --repr`, one thread), and decode tokens/s; the source model is the first row.\n"
       "Every step runs as its own child process (this binary's compress / eval / run / bench). Rows are\n"
-      "saved in OUT/rows/ as they finish, so an interrupted comparison continues (--overwrite measures\n"
-      "again). Writes OUT/compare.md, OUT/compare.json and OUT/compare.svg (loss against effective bits,\n"
+      "saved in OUT/rows/ as they finish, so an interrupted comparison continues (rows that failed, and\n"
+      "with --overwrite every row, are measured again). Writes OUT/compare.md, OUT/compare.json and OUT/compare.svg (loss against effective bits,\n"
       "one line per representation); artifacts stay in OUT/artifacts/.");
   cmd->add_option("--model", o->model, "source checkpoint directory")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--calib", o->calib, "calibration text")->required();

@@ -53,6 +53,14 @@ struct E8pParams {
   // nearest one (QuIP#'s rounding).
   bool block_metric = true;
   uint32_t candidates = 16;
+  // Encoder only: the stored row scale is beta x RMS_r / row_rms with beta =
+  // <t, c> / <c, c> of a nearest-codeword pre-encoding c of the row's t =
+  // w / (RMS_r / row_rms): the least-squares gain of the reconstruction (a
+  // lattice does not shrink its inputs the way centroids do: its
+  // reconstructions carry the error's energy on top of the row's, beta < 1).
+  // Off by default: +-1% on Gaussian layers, and 0.0017 nats worse on the
+  // embedded model at 2 bits (docs/results.md section 8).
+  bool ls_gain = false;
 };
 
 class E8pCodec;
@@ -80,6 +88,7 @@ class E8pEncoderHook final : public MatrixEncoder {
   uint32_t rows_, cols_;
   uint64_t seed_out_, seed_in_;
   std::vector<uint16_t> scales_;
+  std::vector<float> encode_scales_;  // per row: the scale codes are chosen at (RMS / row_rms)
   std::vector<uint16_t> codes_, residual_;
   // A = U_FF^-1 (upper triangular, row-major) per 8-column block of the
   // solver's current columns [metric_c0_, ...).
@@ -111,7 +120,11 @@ class E8pCodec final : public MatrixCodec, public std::enable_shared_from_this<E
                              : "nearest codeword (exact Euclidean search over the 256 abs patterns x both shifts) "
                                "of each 8-column block after the solver's block feedback (BlockLDLQ); residual "
                                "stages greedy, as QuIP#"},
-            {"row_scale", "f16(RMS_r / " + std::to_string(p_.row_rms) + ") per row of the rotated matrix"},
+            {"row_scale", p_.ls_gain ? "f16(beta_r x RMS_r / " + std::to_string(p_.row_rms) +
+                                           ") per row of the rotated matrix, beta_r = <t, c> / <c, c> of a "
+                                           "nearest-codeword pre-encoding c of t = the row / (RMS_r / row_rms); "
+                                           "codes chosen for the row / (RMS_r / row_rms)"
+                                     : "f16(RMS_r / " + std::to_string(p_.row_rms) + ") per row of the rotated matrix"},
             {"fine_tuning", "none (QuIP#'s block and end-to-end fine-tuning are not run)"},
             {"rotation_seeds", "rvq_default_seed(width) per matrix, recorded in rht_seeds"}};
   }
@@ -205,6 +218,7 @@ E8pEncoderHook::E8pEncoderHook(std::shared_ptr<const E8pCodec> codec, uint32_t r
       seed_out_(rvq_default_seed(rows)),
       seed_in_(rvq_default_seed(cols)),
       scales_(rows, 0),
+      encode_scales_(rows, 0.0f),
       codes_(size_t{rows} * (cols / e8p::kDim), 0),
       residual_(codec_->params().bits > 2 ? codes_.size() : 0, 0) {}
 
@@ -225,9 +239,28 @@ void E8pEncoderHook::begin_row(size_t r, std::span<const float> original) {
     error_.set(invalid_argument("e8p row " + std::to_string(r) + ": the row's RMS " + std::to_string(rms) +
                           " has no finite f16 scale"));
     scales_[r] = 0;
+    encode_scales_[r] = 0;
     return;
   }
   scales_[r] = s;
+  encode_scales_[r] = f16_bits_to_float(s);
+  if (!codec_->params().ls_gain || encode_scales_[r] == 0.0f) return;
+  const e8p::Stage2 s2 = e8p::stage2_of_bits(codec_->params().bits);
+  double tc = 0, cc = 0;
+  for (size_t c = 0; c + e8p::kDim <= original.size(); c += e8p::kDim) {
+    float t[e8p::kDim], v[e8p::kDim];
+    uint16_t c1, c2;
+    for (uint32_t k = 0; k < e8p::kDim; ++k) t[k] = original[c + k] / encode_scales_[r];
+    e8p::encode(s2, t, &c1, &c2, v);
+    for (uint32_t k = 0; k < e8p::kDim; ++k) {
+      tc += double{t[k]} * v[k];
+      cc += double{v[k]} * v[k];
+    }
+  }
+  const double beta = cc > 0 ? tc / cc : 1.0;
+  if (!(beta >= 0.5 && beta <= 2.0)) return;  // a degenerate row: the plain scale
+  const uint16_t gained = float_to_f16_bits(static_cast<float>(beta * encode_scales_[r]));
+  if (std::isfinite(f16_bits_to_float(gained)) && f16_bits_to_float(gained) > 0) scales_[r] = gained;
 }
 
 void E8pEncoderHook::begin_columns(size_t c0, size_t c1, const float* u, size_t ld) {
@@ -294,12 +327,12 @@ void E8pEncoderHook::choose(const float t[e8p::kDim], const float* a, uint16_t* 
 void E8pEncoderHook::quantize(size_t r, size_t c, const float* values, float* reconstructed) {
   const float scale = f16_bits_to_float(scales_[r]);
   const size_t i = r * (cols_ / e8p::kDim) + c / e8p::kDim;
-  if (scale == 0.0f) {  // an all-zero (or f16-underflowing) row decodes to zeros under any code
+  if (scale == 0.0f || encode_scales_[r] == 0.0f) {  // an all-zero (or f16-underflowing) row decodes to zeros
     std::fill(reconstructed, reconstructed + e8p::kDim, 0.0f);
     return;
   }
   float t[e8p::kDim], v[e8p::kDim];
-  for (uint32_t k = 0; k < e8p::kDim; ++k) t[k] = values[k] / scale;
+  for (uint32_t k = 0; k < e8p::kDim; ++k) t[k] = values[k] / encode_scales_[r];
   const size_t m = (c - metric_c0_) / e8p::kDim;
   const float* a = c >= metric_c0_ && m < metrics_.size() ? metrics_[m].data() : nullptr;
   uint16_t c1 = 0, c2 = 0;
@@ -358,7 +391,7 @@ class E8pRepresentation final : public Representation {
            "a 256-entry table) with BlockLDLQ feedback; --bits 2 (E8P, the default), 3 (+ E8 1-bit residual), 4 (+ E8P residual); "
            "--repr-opt rht=on|off, row_rms=R (the rows' RMS in codeword units; 1.03 / 1.00 / 0.92 at 2 / 3 / 4 bits), "
            "metric=block|euclidean (choose among candidates=N nearest codewords under the solver's block metric, "
-           "16; or QuIP#'s nearest)";
+           "16; or QuIP#'s nearest), gain=ls|none (the row scale times the least-squares gain of a pre-encoding)";
   }
   static Result<E8pParams> params_of(const ReprOptions& o) {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
@@ -385,6 +418,9 @@ class E8pRepresentation final : public Representation {
         if (value != "block" && value != "euclidean")
           return invalid_argument("--repr-opt metric=" + value + ": expected block or euclidean");
         p.block_metric = value == "block";
+      } else if (key == "gain") {
+        if (value != "ls" && value != "none") return invalid_argument("--repr-opt gain=" + value + ": expected ls or none");
+        p.ls_gain = value == "ls";
       } else if (key == "candidates") {
         char* end = nullptr;
         const unsigned long v = std::strtoul(value.c_str(), &end, 10);
@@ -392,7 +428,7 @@ class E8pRepresentation final : public Representation {
           return invalid_argument("--repr-opt candidates=" + value + ": expected an integer from 1 to 1024");
         p.candidates = static_cast<uint32_t>(v);
       } else {
-        return invalid_argument("--repr-opt " + key + " is not an e8p option (rht, row_rms, metric, candidates)");
+        return invalid_argument("--repr-opt " + key + " is not an e8p option (rht, row_rms, metric, candidates, gain)");
       }
     }
     return p;
