@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e8p through the binary on the embedded default model: compress --repr e8p
-# (QuIP#'s E8P at 2 bits, GPTQ = BlockLDLQ) writes a verified artifact whose
+# (QuIP#'s E8P at 2 bits, GPTQ = BlockLDLQ, 4 candidates under the block metric) writes a verified artifact whose
 # inspect names the code, its contract and 2.06 bits per weight; eval's fused
 # kernels agree with the reference decoder, paging gives the same nll, the
 # int8-activation kernels land within 0.01 nats; held-out nll within 0.03
@@ -22,8 +22,8 @@ source "$(dirname "$0")/lib/artifact_checks.bash"
 nll_of() { "$bin" eval --model "$1" --text "$text" --ctx 128 --max-tokens 1024 "${@:2}" --json 2>/dev/null |
            python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])'; }
 
-rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e2" --samples 4 --seq-len 64 \
-  --repr e8p --quiet 2>&1) || rc=$?
+rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e2" --samples 2 --seq-len 32 \
+  --repr e8p --repr-opt candidates=4 --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr e8p: $rc: $out"
 info=$("$bin" inspect "$work/e2" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"
 for want in "e8p (2 bits: E8P, d 8, rht), gptq, grid e8p2" "= 2.064 bits/weight" \
