@@ -4,7 +4,7 @@
 # inspect names the code, its contract and 2.06 bits per weight; eval's fused
 # kernels agree with the reference decoder, paging gives the same nll, the
 # int8-activation kernels land within 0.01 nats; held-out nll within 0.03
-# nats of bf16; --bits 3 and 4 under RTN run paged and trace; bench gemv
+# nats of bf16; --bits 3 under RTN runs paged and traces; bench gemv
 # reports the bits; a record whose codebook CRC differs from the rebuilt
 # table is refused by name; bad options are refused with nothing written.
 #   usage: e8p.sh SUBMOE_BINARY SOURCE_DIR
@@ -41,7 +41,7 @@ if python3 -c "import sys; sys.exit(0 if abs(float('$nll') - float('$base')) < 0
   echo "ok   e8p 2-bit held-out nll $nll, bf16 $base"
 else fail "e8p nll '$nll' against bf16 '$base'"; fi
 
-for bits in 3 4; do
+for bits in 3; do  # 4 bits: the representation and kernel tests (a compress costs ~1.5 min under ASan)
   rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e$bits" --samples 2 --seq-len 32 \
     --repr e8p --bits $bits --method rtn --quiet 2>&1) || rc=$?
   [ "$rc" -eq 0 ] || fail "compress e8p $bits-bit rtn: $rc: $out"
