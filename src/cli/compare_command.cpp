@@ -33,7 +33,7 @@ struct CompareOptions {
   std::string reprs = "int,rvq,e8p";
   std::string bits = "2,3,4";
   std::string method = "gptq";
-  uint32_t int_group = 128;
+  uint32_t group_size = 128;  // given to every representation that takes one (0: none)
   size_t samples = 0, seq_len = 0, ctx = 256, max_tokens = 0;  // 0: compress's own defaults
   uint32_t bench_iters = 20;
   bool no_bench = false;
@@ -143,9 +143,9 @@ class Comparison {
       c.insert(c.end(), {"--bits", fmt_bits(bits)});
       bench.insert(bench.end(), {"--bits", fmt_bits(bits)});
     }
-    if (repr == "int" && o_.int_group > 0) {
-      c.insert(c.end(), {"--group-size", std::to_string(o_.int_group)});
-      bench.insert(bench.end(), {"--group-size", std::to_string(o_.int_group)});
+    if (takes_group_size(repr, bits)) {
+      c.insert(c.end(), {"--group-size", std::to_string(o_.group_size)});
+      bench.insert(bench.end(), {"--group-size", std::to_string(o_.group_size)});
     }
     auto s = run_json(c, "compress");
     if (!s.is_ok()) {
@@ -159,6 +159,16 @@ class Comparison {
     const Status st = measure(art.string(), bench, &row);
     if (!st.is_ok()) row.error = st.message();
     return row;
+  }
+
+  // Whether the registry accepts --group-size at this rate for `repr` (its
+  // own options decide; the representation is not named here).
+  bool takes_group_size(const std::string& repr, double bits) const {
+    if (o_.group_size == 0) return false;
+    runtime::ReprOptions ro{repr};
+    if (bits > 0) ro.bits = bits;
+    ro.group_size = o_.group_size;
+    return runtime::make_codec(ro).is_ok();
   }
 
   static std::string fmt_bits(double b) {
@@ -292,7 +302,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--bits", o->bits, "comma-separated requested rates (empty: each representation's default)")
       ->capture_default_str();
   cmd->add_option("--method", o->method, "gptq or rtn")->capture_default_str();
-  cmd->add_option("--int-group-size", o->int_group, "group size of the int rows (GPTQ int g128 is the usual reference; 0 = per row)")
+  cmd->add_option("--group-size", o->group_size,
+                  "columns per scale group, given to every representation whose options take a group size at\n"
+                  "that rate (int: GPTQ int g128 is the usual reference; nf4: its block); 0 = each one's default")
       ->capture_default_str();
   cmd->add_option("--samples", o->samples, "calibration samples per compress (default: compress's)");
   cmd->add_option("--seq-len", o->seq_len, "tokens per calibration sample (default: compress's)");

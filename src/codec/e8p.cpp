@@ -288,8 +288,9 @@ uint32_t nearest_k(const float x[kDim], uint32_t k, uint16_t* codes) {
     uint32_t order;
     uint16_t code;
   };
-  std::vector<Candidate> all;
-  all.reserve(2 * keep);
+  Candidate all_storage[4 * kAbsEntries];  // 2 per expanded pair, at most 2 x 512
+  size_t count = 0;
+  auto push = [&](Candidate c) { all_storage[count++] = c; };
   for (uint32_t n = 0; n < keep; ++n) {
     const uint32_t p = order[n] / kAbsEntries, a = order[n] % kAbsEntries;
     const Shifted& v = sh[p];
@@ -301,19 +302,18 @@ uint32_t nearest_k(const float x[kDim], uint32_t k, uint16_t* codes) {
     const float mm = t.norm2[a];
     const uint32_t rank = order[n] * 2u;
     if (std::popcount(base) & 1) {
-      all.push_back({best[order[n]], rank, code_of(a, base ^ (1u << i1), p)});
-      all.push_back({v.yy + mm - 2 * (dot - 2 * z[i2]), rank + 1, code_of(a, base ^ (1u << i2), p)});
+      push({best[order[n]], rank, code_of(a, base ^ (1u << i1), p)});
+      push({v.yy + mm - 2 * (dot - 2 * z[i2]), rank + 1, code_of(a, base ^ (1u << i2), p)});
     } else {
-      all.push_back({best[order[n]], rank, code_of(a, base, p)});
-      all.push_back({v.yy + mm - 2 * (dot - 2 * z[i1] - 2 * z[i2]), rank + 1,
-                     code_of(a, base ^ (1u << i1) ^ (1u << i2), p)});
+      push({best[order[n]], rank, code_of(a, base, p)});
+      push({v.yy + mm - 2 * (dot - 2 * z[i1] - 2 * z[i2]), rank + 1, code_of(a, base ^ (1u << i1) ^ (1u << i2), p)});
     }
   }
-  const uint32_t out = std::min<uint32_t>(k, static_cast<uint32_t>(all.size()));
-  std::partial_sort(all.begin(), all.begin() + out, all.end(), [](const Candidate& l, const Candidate& r) {
+  const uint32_t out = std::min<uint32_t>(k, static_cast<uint32_t>(count));
+  std::partial_sort(all_storage, all_storage + out, all_storage + count, [](const Candidate& l, const Candidate& r) {
     return l.d < r.d || (l.d == r.d && l.order < r.order);
   });
-  for (uint32_t i = 0; i < out; ++i) codes[i] = all[i].code;
+  for (uint32_t i = 0; i < out; ++i) codes[i] = all_storage[i].code;
   return out;
 }
 
