@@ -66,6 +66,10 @@ Status rtn_quantize(std::span<const float> w, size_t rows, size_t cols, BlockQua
   SUBMOE_RETURN_IF_ERROR(check_quantizer(quantizer, rows, cols));
   SUBMOE_RETURN_IF_ERROR(check_finite(w, "weight"));
   quantizer.begin_matrix(w, {});
+  if (quantizer.solves_matrix()) {
+    quantizer.solve_matrix(w, {}, 0.0);
+    return Status::ok();
+  }
   rtn_into(w, rows, cols, quantizer);
   return Status::ok();
 }
@@ -86,6 +90,14 @@ Result<GptqStats> gptq_quantize(std::span<const float> w_in, size_t rows, size_t
     quantizer.begin_matrix(w_in, h_diag);
   }
   GptqStats stats;
+  if (quantizer.solves_matrix()) {
+    if (h_in.empty()) {
+      stats.rtn_fallback = true;
+      stats.fallback_reason = "no calibration inputs";
+    }
+    stats.proxy_loss = quantizer.solve_matrix(w_in, h_in, options.damp);
+    return stats;
+  }
   if (h_in.empty()) {
     stats.rtn_fallback = true;
     stats.fallback_reason = "no calibration inputs";

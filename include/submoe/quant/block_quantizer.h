@@ -38,6 +38,17 @@ class BlockQuantizer {
   // for quantizers that make matrix-level choices (SqueezeLLM's exceptions
   // and sensitivity-weighted tables); the rest ignore it.
   virtual void begin_matrix(std::span<const float> /*w*/, std::span<const float> /*h_diag*/) {}
+  // Quantizers that optimize the whole matrix at once against H instead of
+  // column by column (AQLM: alternating beam search over code tuples and
+  // least-squares codebooks on tr((W - Q) H (W - Q)^T)): when true, the
+  // solvers call solve_matrix once after begin_matrix and nothing else (no
+  // begin_row, no quantize). `h` is the full Hessian (cols() x cols(),
+  // empty under round-to-nearest) and `damp` GPTQ's relative dampening
+  // (damp x mean(diag H) added to the diagonal). Returns the proxy loss.
+  virtual bool solves_matrix() const { return false; }
+  virtual double solve_matrix(std::span<const float> /*w*/, std::span<const float> /*h*/, double /*damp*/) {
+    return 0.0;
+  }
   // Row r's original values (cols() floats), before any quantize call on r.
   // Calling it again restarts the row (the solver's RTN fallback does).
   virtual void begin_row(size_t r, std::span<const float> original) = 0;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 
+#include "runtime/repr/aqlm/aqlm_representation.h"
 #include "runtime/repr/e8p/e8p_representation.h"
 #include "runtime/repr/int/int_representation.h"
 #include "runtime/repr/mxfp4/mxfp4_representation.h"
@@ -15,8 +16,8 @@
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 8>& registry() {
-  static const std::array<const Representation*, 8> r = {
+const std::array<const Representation*, 9>& registry() {
+  static const std::array<const Representation*, 9> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
@@ -25,6 +26,7 @@ const std::array<const Representation*, 8>& registry() {
       &repr::squeezellm_representation(),
       &repr::spqr_representation(),
       &repr::e8p_representation(),
+      &repr::aqlm_representation(),
   };
   return r;
 }

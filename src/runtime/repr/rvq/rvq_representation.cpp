@@ -16,6 +16,7 @@
 
 #include "runtime/repr/bytes_util.h"
 #include "runtime/repr/encoder_support.h"
+#include "runtime/repr/option_values.h"
 #include "runtime/repr/record_keys.h"
 #include "runtime/repr/rvq/rvq_linear.h"
 #include "submoe/kernels/rvq_panels.h"
@@ -367,16 +368,6 @@ Result<std::vector<PackedTensor>> RvqEncoderHook::pack() const {
   return out;
 }
 
-Result<uint64_t> parse_uint(const std::string& key, const std::string& v, uint64_t lo, uint64_t hi) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0 || x < lo || x > hi)
-    return invalid_argument("--repr-opt " + key + "=" + v + ": expected an integer in [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
-  return static_cast<uint64_t>(x);
-}
-
 class RvqRepresentation final : public Representation {
  public:
   std::string_view name() const override { return kName; }
@@ -398,16 +389,16 @@ class RvqRepresentation final : public Representation {
     p.stages = static_cast<uint32_t>(stages);
     for (const auto& [key, value] : o.extra) {
       if (key == "beam") {
-        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 1, 256));
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, option_uint(key, value, 1, 256));
         p.beam = static_cast<uint32_t>(v);
       } else if (key == "train_vectors") {
-        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 256, uint64_t{1} << 24));
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, option_uint(key, value, 256, uint64_t{1} << 24));
         p.train_vectors = static_cast<uint32_t>(v);
       } else if (key == "iters") {
-        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 1, 1000));
+        SUBMOE_ASSIGN_OR_RETURN(const uint64_t v, option_uint(key, value, 1, 1000));
         p.iters = static_cast<uint32_t>(v);
       } else if (key == "seed") {
-        SUBMOE_ASSIGN_OR_RETURN(p.seed, parse_uint(key, value, 0, UINT64_MAX));
+        SUBMOE_ASSIGN_OR_RETURN(p.seed, option_uint(key, value, 0, UINT64_MAX));
       } else if (key == "metric") {
         if (value != "block" && value != "euclidean")
           return invalid_argument("--repr-opt metric=" + value + ": expected block or euclidean");
