@@ -81,6 +81,38 @@ double number(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// One --reprs entry: a registry name, optionally with its own options,
+// "aqlm:shape=3x5:beam=8" (each KEY=VALUE goes to --repr-opt).
+struct ReprEntry {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+Result<ReprEntry> parse_entry(const std::string& text) {
+  ReprEntry e;
+  size_t at = text.find(':');
+  e.name = text.substr(0, at);
+  while (at != std::string::npos) {
+    const size_t next = text.find(':', at + 1);
+    const std::string kv = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      return invalid_argument("--reprs entry '" + text + "': '" + kv + "' is not KEY=VALUE");
+    e.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    at = next;
+  }
+  SUBMOE_RETURN_IF_ERROR(runtime::find_representation(e.name).status().with_context("--reprs"));
+  return e;
+}
+
+// A file name for a row label ("aqlm:shape=3x5-0" -> "aqlm_shape-3x5-0").
+std::string file_label(std::string s) {
+  for (char& c : s)
+    if (c == ':') c = '_';
+    else if (c == '=' || c == '/') c = '-';
+  return s;
+}
+
 class Comparison {
  public:
   Comparison(const CompareOptions& o, std::string self, uint32_t rows, uint32_t cols)
@@ -127,23 +159,29 @@ class Comparison {
     return row;
   }
 
-  eval::CompareRow compressed(const std::string& repr, double bits) {
+  eval::CompareRow compressed(const std::string& entry, double bits) {
     eval::CompareRow row;
-    row.repr = repr;
+    row.repr = entry;
     row.requested_bits = bits;
-    const std::string label = repr + "-" + fmt_bits(bits);
-    const fs::path art = fs::path(o_.out) / "artifacts" / label;
+    const fs::path art = fs::path(o_.out) / "artifacts" / file_label(entry + "-" + fmt_bits(bits));
+    auto parsed = parse_entry(entry);  // checked before the first row
+    const ReprEntry e = parsed.is_ok() ? *parsed : ReprEntry{entry, {}};
+    const std::string& repr = e.name;
     std::vector<std::string> c = {self_, "compress", "--model", o_.model, "--calib", o_.calib, "--out", art.string(),
                                   "--repr", repr, "--method", o_.method, "--json", "--quiet", "--overwrite",
                                   "--threads", std::to_string(o_.threads)};
     if (o_.samples > 0) c.insert(c.end(), {"--samples", std::to_string(o_.samples)});
     if (o_.seq_len > 0) c.insert(c.end(), {"--seq-len", std::to_string(o_.seq_len)});
     std::vector<std::string> bench = {"--repr", repr};
+    for (const auto& [k, v] : e.options) {
+      c.insert(c.end(), {"--repr-opt", k + "=" + v});
+      bench.insert(bench.end(), {"--repr-opt", k + "=" + v});
+    }
     if (bits > 0) {
       c.insert(c.end(), {"--bits", fmt_bits(bits)});
       bench.insert(bench.end(), {"--bits", fmt_bits(bits)});
     }
-    if (takes_group_size(repr, bits)) {
+    if (takes_group_size(e, bits)) {
       c.insert(c.end(), {"--group-size", std::to_string(o_.group_size)});
       bench.insert(bench.end(), {"--group-size", std::to_string(o_.group_size)});
     }
@@ -163,9 +201,10 @@ class Comparison {
 
   // Whether the registry accepts --group-size at this rate for `repr` (its
   // own options decide; the representation is not named here).
-  bool takes_group_size(const std::string& repr, double bits) const {
+  bool takes_group_size(const ReprEntry& e, double bits) const {
     if (o_.group_size == 0) return false;
-    runtime::ReprOptions ro{repr};
+    runtime::ReprOptions ro{e.name};
+    ro.extra = e.options;
     if (bits > 0) ro.bits = bits;
     ro.group_size = o_.group_size;
     return runtime::make_codec(ro).is_ok();
@@ -216,7 +255,7 @@ Status run_compare(const CompareOptions& o) {
   if (o.method != "gptq" && o.method != "rtn") return invalid_argument("--method must be gptq or rtn, got '" + o.method + "'");
   const std::vector<std::string> reprs = split(o.reprs);
   if (reprs.empty()) return invalid_argument("--reprs names no representation");
-  for (const std::string& r : reprs) SUBMOE_RETURN_IF_ERROR(runtime::find_representation(r).status().with_context("--reprs"));
+  for (const std::string& r : reprs) SUBMOE_RETURN_IF_ERROR(parse_entry(r).status());
   std::vector<double> bits;
   for (const std::string& b : split(o.bits)) {
     char* end = nullptr;
@@ -251,7 +290,7 @@ Status run_compare(const CompareOptions& o) {
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
     const std::string label = it.repr == "source" ? "source" : it.repr + "-" + Comparison::fmt_bits(it.bits);
-    const fs::path saved = fs::path(o.out) / "rows" / (label + ".json");
+    const fs::path saved = fs::path(o.out) / "rows" / (file_label(label) + ".json");
     std::optional<eval::CompareRow> row;
     if (!o.overwrite && fs::exists(saved)) {
       auto text = io::read_text_file(saved.string());
@@ -298,7 +337,9 @@ void setup(CLI::App& root) {
   cmd->add_option("--calib", o->calib, "calibration text")->required();
   cmd->add_option("--text", o->text, "held-out text for the loss")->required();
   cmd->add_option("--out", o->out, "output directory")->required();
-  cmd->add_option("--reprs", o->reprs, "comma-separated registry names")->capture_default_str();
+  cmd->add_option("--reprs", o->reprs,
+                  "comma-separated registry names, each optionally with its own options as NAME:KEY=VALUE[:KEY=VALUE] "
+                  "(given to compress and bench as --repr-opt; e.g. aqlm:shape=3x5)")->capture_default_str();
   cmd->add_option("--bits", o->bits, "comma-separated requested rates (empty: each representation's default)")
       ->capture_default_str();
   cmd->add_option("--method", o->method, "gptq or rtn")->capture_default_str();

@@ -49,6 +49,7 @@ expect() {
 }
 expect "unknown representation 'nope'" --reprs int,nope
 expect "--bits: 'x' is not a rate" --reprs int --bits 2,x
+expect "'shape' is not KEY=VALUE" --reprs aqlm:shape
 expect "--method must be gptq or rtn" --reprs int --method best
 expect "Could not convert: --group-size = abc" --reprs int --group-size abc
 [ "$fails" -eq 0 ] || exit 1
