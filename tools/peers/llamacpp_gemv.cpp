@@ -1,6 +1,7 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
-// rates: IQ2_XXS 2.06 bits (against submoe's e8p, the lattice-derived pair),
+// rates: IQ2_XXS 2.06 bits (against submoe's e8p, the lattice-derived pair,
+// and aqlm 2x8 / 1x16, the learned-codebook pair),
 // Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit squeezellm and spqr), IQ4_NL
 // 4.5 (against submoe's nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
@@ -33,6 +34,7 @@
 #include "submoe/kernels/hadamard.h"
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/e8p_gemv.h"
+#include "submoe/kernels/aqlm_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/nf4_gemv.h"
@@ -511,6 +513,41 @@ int main(int argc, char** argv) {
                          (void)kernels::gemm_e8p(ek, (*set)[i], xr->data(), 1, y.data(), &pool);
                          (void)to->transpose(y.data(), 1, rows);
                        },
+                       {}});
+    }
+  }
+
+  // submoe aqlm (kernels/aqlm_gemv.h) 2x8 and 1x16: random codes and N(0, 1)
+  // f16 codebooks (one set per matrix), f16 row scales; no rotation.
+  std::vector<std::vector<kernels::AqlmPanels>> aq;
+  const kernels::AqlmGemvKernels& ak = kernels::best_aqlm_gemv_kernels();
+  if (cols % aqlm::kDim == 0) {
+    aq.reserve(2);
+    for (aqlm::Shape shape : {aqlm::Shape{2, 8}, aqlm::Shape{1, 16}}) {
+      const size_t bytes = aqlm::matrix_bytes(rows, cols, shape);
+      const uint32_t count = matrices_for(bytes, llc);
+      std::mt19937 arng(41 + shape.code_bits);
+      std::normal_distribution<float> nd;
+      aq.emplace_back();
+      for (uint32_t i = 0; i < count; ++i) {
+        aqlm::AqlmMatrix m;
+        m.rows = rows;
+        m.cols = cols;
+        m.shape = shape;
+        m.codes.resize(size_t{rows} * (cols / aqlm::kDim) * shape.codebooks);
+        for (auto& c : m.codes) c = static_cast<uint16_t>(arng() % shape.entries());
+        m.codebooks.resize(size_t{shape.codebooks} * shape.entries() * aqlm::kDim);
+        for (auto& c : m.codebooks) c = float_to_f16_bits(nd(arng));
+        m.scales.assign(rows, float_to_f16_bits(0.02f));
+        Result<kernels::AqlmPanels> pk = kernels::AqlmPanels::pack(m);
+        if (!pk.is_ok()) return 1;
+        aq.back().push_back(std::move(pk).value());
+      }
+      const std::vector<kernels::AqlmPanels>* set = &aq.back();
+      char name[96];
+      std::snprintf(name, sizeof name, "submoe aqlm %s, f32 activations", shape.name().c_str());
+      timed.push_back({name, 8.0 * static_cast<double>(bytes) / (static_cast<double>(rows) * cols), count,
+                       [&, set](uint32_t i) { (void)kernels::gemm_aqlm(ak, (*set)[i], x.data(), 1, y.data(), &pool); },
                        {}});
     }
   }
