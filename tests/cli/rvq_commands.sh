@@ -37,7 +37,7 @@ expect_keys repr bits_per_weight ratio_vs_bf16 compressed_batch1 per_token_ratio
   bench gemv --repr int --bits 4 --group-size 32 --shape 64x64 --batch 3 --iters 2 --min-matrices 2 --llc-factor 0 --json
 expect_error "rvq --bits must be 0.5 to 4 in steps of 0.5" bench gemv --repr rvq --bits 2.25 "${fast_rvq[@]}" --shape 64x64
 expect_error "multiple of 16" bench gemv --repr rvq --bits 2 "${fast_rvq[@]}" --shape 64x40
-expect_error "unknown representation 'hqq' (registered: ternary_dict, int, rvq, mxfp4, nf4, squeezellm, spqr, e8p)" bench gemv --repr hqq
+expect_error "unknown representation 'hqq' (registered: ternary_dict, int, rvq, mxfp4, nf4, squeezellm, spqr, e8p, aqlm, vptq)" bench gemv --repr hqq
 expect_error "need --repr NAME" bench gemv --bits 2
 expect_error "need --repr NAME" bench gemv --execution fused-int8
 expect_error "the dense kernels are timed already" bench gemv --repr mxfp4 --execution reference

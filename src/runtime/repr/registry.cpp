@@ -11,13 +11,14 @@
 #include "runtime/repr/spqr/spqr_representation.h"
 #include "runtime/repr/squeezellm/squeezellm_representation.h"
 #include "runtime/repr/ternary_dict/ternary_dict_representation.h"
+#include "runtime/repr/vptq/vptq_representation.h"
 #include "submoe/runtime/representation.h"
 
 namespace submoe::runtime {
 namespace {
 
-const std::array<const Representation*, 9>& registry() {
-  static const std::array<const Representation*, 9> r = {
+const std::array<const Representation*, 10>& registry() {
+  static const std::array<const Representation*, 10> r = {
       &repr::ternary_dict_representation(),
       &repr::int_representation(),
       &repr::rvq_representation(),
@@ -27,6 +28,7 @@ const std::array<const Representation*, 9>& registry() {
       &repr::spqr_representation(),
       &repr::e8p_representation(),
       &repr::aqlm_representation(),
+      &repr::vptq_representation(),
   };
   return r;
 }

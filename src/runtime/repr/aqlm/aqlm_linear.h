@@ -1,9 +1,6 @@
 // The fused LinearOp of an AQLM matrix: y = W x with the kernels of
-// kernels/aqlm_gemv.h (f32 codebooks, f32 activations). Under bf16
-// activations the inputs are rounded to bf16 first; under int8 activations
-// they are quantized to int8 per token and dequantized (the product's
-// numerics of an int8 path; the kernel itself stays f32, AQLM has no integer
-// kernel).
+// kernels/aqlm_gemv.h (f32 codebooks and activations; bf16 and int8 modes as
+// runtime/repr/f32_kernel_op.h describes: AQLM has no integer kernel).
 #pragma once
 
 #include <memory>

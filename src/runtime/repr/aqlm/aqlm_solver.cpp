@@ -10,7 +10,7 @@
 #include <limits>
 #include <numeric>
 
-#include "runtime/repr/aqlm/kmeans8.h"
+#include "runtime/repr/kmeans8.h"
 #include "submoe/core/bf16.h"
 #include "submoe/linalg/dense.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/repr/aqlm/kmeans8.h"
+#include "runtime/repr/kmeans8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,17 +44,22 @@ void assign_nearest8(std::span<const float> points, std::span<const float> centr
   }
 }
 
-Result<std::vector<float>> kmeans8(std::span<const float> points, uint32_t k, const KMeansOptions& o) {
+Result<std::vector<float>> kmeans8(std::span<const float> points, uint32_t k, const KMeansOptions& o,
+                                   std::span<const float> weights) {
   const size_t total = points.size() / D;
   if (points.size() % D != 0 || k == 0 || k > total)
     return invalid_argument("kmeans8: " + std::to_string(total) + " points cannot make " + std::to_string(k) +
                             " clusters");
+  if (!weights.empty() && weights.size() != total) return invalid_argument("kmeans8: one weight per point");
+  for (float wt : weights)
+    if (!(wt > 0) || !std::isfinite(wt)) return invalid_argument("kmeans8: weights must be positive and finite");
   // The fixed-stride sample.
   const size_t n = std::min<size_t>(total, std::max<size_t>(o.max_points, k));
-  std::vector<float> x(n * D);
+  std::vector<float> x(n * D), wt(n, 1.0f);
   for (size_t i = 0; i < n; ++i) {
     const size_t src = total == n ? i : i * total / n;
     std::copy(points.begin() + src * D, points.begin() + (src + 1) * D, x.begin() + i * D);
+    if (!weights.empty()) wt[i] = weights[src];
   }
   rvq::SplitMix64 rng(o.seed);
   std::vector<float> c(size_t{k} * D);
@@ -65,7 +70,7 @@ Result<std::vector<float>> kmeans8(std::span<const float> points, uint32_t k, co
     std::copy(x.begin() + pick * D, x.begin() + (pick + 1) * D, c.begin() + size_t{m} * D);
     double sum = 0;
     for (size_t i = 0; i < n; ++i) {
-      d2[i] = std::min(d2[i], dist2(x.data() + i * D, c.data() + size_t{m} * D));
+      d2[i] = std::min(d2[i], wt[i] * dist2(x.data() + i * D, c.data() + size_t{m} * D));
       sum += d2[i];
     }
     if (m + 1 == k) break;
@@ -85,21 +90,21 @@ Result<std::vector<float>> kmeans8(std::span<const float> points, uint32_t k, co
   }
   std::vector<uint32_t> assign(n);
   std::vector<double> sums(size_t{k} * D);
-  std::vector<uint32_t> counts(k);
+  std::vector<double> counts(k);
   std::vector<float> err(n);
   for (uint32_t it = 0; it < o.max_iterations; ++it) {
     assign_nearest8(x, c, assign);
     std::fill(sums.begin(), sums.end(), 0.0);
-    std::fill(counts.begin(), counts.end(), 0u);
+    std::fill(counts.begin(), counts.end(), 0.0);
     for (size_t i = 0; i < n; ++i) {
-      ++counts[assign[i]];
-      for (uint32_t j = 0; j < D; ++j) sums[size_t{assign[i]} * D + j] += x[i * D + j];
-      err[i] = dist2(x.data() + i * D, c.data() + size_t{assign[i]} * D);
+      counts[assign[i]] += wt[i];
+      for (uint32_t j = 0; j < D; ++j) sums[size_t{assign[i]} * D + j] += double{wt[i]} * x[i * D + j];
+      err[i] = wt[i] * dist2(x.data() + i * D, c.data() + size_t{assign[i]} * D);
     }
     bool moved = false;
     for (uint32_t m = 0; m < k; ++m) {
       float* cm = c.data() + size_t{m} * D;
-      if (counts[m] == 0) {
+      if (counts[m] == 0.0) {
         // Re-seed at the point with the largest error; it then counts as error 0.
         const size_t far = static_cast<size_t>(std::max_element(err.begin(), err.end()) - err.begin());
         if (!(err[far] > 0)) continue;
