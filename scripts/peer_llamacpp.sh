@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side batch-1 GEMV against llama.cpp's CPU kernels (BF16, F16, TQ1_0,
 # TQ2_0, IQ2_XXS, Q2_K, Q3_K, IQ4_NL, MXFP4) and submoe's (dense bf16, ternary, rvq 1.5 / 2
-# / 3 bits, mxfp4 with f32 and int8 activations, nf4 dq8, squeezellm 3 / 4 bits, spqr 2 / 3 bits, e8p 2 / 3 / 4 bits with their rotations, aqlm 2x8 / 1x16) in one process, interleaved call by call (tools/peers/llamacpp_gemv.cpp).
+# / 3 bits, mxfp4 with f32 and int8 activations, nf4 dq8, squeezellm 3 / 4 bits, spqr 2 / 3 bits, e8p 2 / 3 / 4 bits with their rotations, aqlm 2x8 / 1x16, vptq 8+8) in one process, interleaved call by call (tools/peers/llamacpp_gemv.cpp).
 #
 # llama.cpp's source is taken from the llama-cpp-python sdist on PyPI and built
 # out of the tree under build/peers/ (nothing of it enters the project); the

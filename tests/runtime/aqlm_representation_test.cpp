@@ -154,44 +154,14 @@ TEST(AqlmRepresentation, EncoderReconstructionIsTheDecodersAndTheLedgerCountsEve
       auto enc = testing::encode_matrix(*codec, p.w, p.h, p.rows, p.cols, gptq);
       auto packed = enc->pack();
       ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
-      const auto specs = codec->fields(p.rows, p.cols);
-      ASSERT_EQ(packed->size(), specs.size());
-      size_t bytes = 0;
-      for (size_t i = 0; i < specs.size(); ++i) {
-        EXPECT_EQ((*packed)[i].name, specs[i].name);
-        EXPECT_EQ((*packed)[i].dtype, specs[i].dtype);
-        EXPECT_EQ((*packed)[i].shape, specs[i].shape);
-        bytes += (*packed)[i].bytes.size();
-      }
+      const size_t bytes = testing::expect_fields_match(codec->fields(p.rows, p.cols), *packed);
       const auto s = *aqlm::parse_shape(shape);
       EXPECT_EQ(bytes, aqlm::matrix_bytes(p.rows, p.cols, s));
       const auto spans = spans_of(*packed);
       auto decoded = codec->decode(p.rows, p.cols, spans);
       ASSERT_TRUE(decoded.is_ok()) << decoded.status().to_string();
       EXPECT_EQ(*decoded, enc->dequantize());
-      // The fused op against a float64 product on the decoded weights.
-      std::vector<float> x(size_t{3} * p.cols);
-      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-      for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kFusedBf16, ExecutionMode::kFusedInt8,
-                                 ExecutionMode::kReferenceDecode}) {
-        auto op = codec->make_op(p.rows, p.cols, spans, mode);
-        ASSERT_TRUE(op.is_ok()) << op.status().to_string();
-        std::vector<float> y(size_t{3} * p.rows);
-        (*op)->forward(x.data(), 3, y.data(), nullptr);
-        for (uint32_t t = 0; t < 3; ++t)
-          for (uint32_t r = 0; r < p.rows; ++r) {
-            double want = 0, mag = 0;
-            for (uint32_t c = 0; c < p.cols; ++c) {
-              const double v = double{(*decoded)[size_t{r} * p.cols + c]} * x[size_t{t} * p.cols + c];
-              want += v;
-              mag += std::fabs(v);
-            }
-            const double tol = mode == ExecutionMode::kFusedInt8   ? 2e-2 * mag + 1e-6
-                               : mode == ExecutionMode::kFusedBf16 ? 8e-3 * mag + 1e-6
-                                                                   : 1e-5 * mag + 1e-6;
-            EXPECT_NEAR(y[size_t{t} * p.rows + r], want, tol) << execution_mode_name(mode);
-          }
-      }
+      testing::expect_ops_match_decoded(*codec, p.rows, p.cols, spans, *decoded);
     }
 }
 

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +53,57 @@ inline std::unique_ptr<MatrixEncoder> encode_matrix(const MatrixCodec& c, const 
     EXPECT_TRUE(quant::rtn_quantize(w, rows, cols, **enc).is_ok());
   }
   return std::move(enc).value();
+}
+
+// The packed fields against the codec's specs (names, dtypes, exact shapes
+// or 1-D where the spec leaves the length open); returns their total bytes.
+inline size_t expect_fields_match(const std::vector<FieldSpec>& specs, const std::vector<PackedTensor>& packed) {
+  EXPECT_EQ(packed.size(), specs.size());
+  size_t bytes = 0;
+  for (size_t i = 0; i < std::min(specs.size(), packed.size()); ++i) {
+    EXPECT_EQ(packed[i].name, specs[i].name);
+    EXPECT_EQ(packed[i].dtype, specs[i].dtype) << specs[i].name;
+    if (specs[i].shape.empty()) {
+      EXPECT_EQ(packed[i].shape.size(), 1u) << specs[i].name;
+    } else {
+      EXPECT_EQ(packed[i].shape, specs[i].shape) << specs[i].name;
+    }
+    bytes += packed[i].bytes.size();
+  }
+  return bytes;
+}
+
+// Every execution mode's op over `f` against a float64 product on `decoded`
+// (the reference decoder's W), for 1, 3 and 70 tokens (70: two kernel
+// batches). Tolerances x sum |w x|: f32 kernels 1e-5; bf16-rounded inputs
+// 8e-3; int8 activations (off by up to 1/254 of a token's largest value)
+// 2e-2.
+inline void expect_ops_match_decoded(const MatrixCodec& c, uint32_t rows, uint32_t cols, FieldBytes f,
+                                     const std::vector<float>& decoded) {
+  for (ExecutionMode mode : {ExecutionMode::kFused, ExecutionMode::kFusedBf16, ExecutionMode::kFusedInt8,
+                             ExecutionMode::kReferenceDecode}) {
+    SCOPED_TRACE(execution_mode_name(mode));
+    auto op = c.make_op(rows, cols, f, mode);
+    ASSERT_TRUE(op.is_ok()) << op.status().to_string();
+    for (size_t n : {size_t{1}, size_t{3}, size_t{70}}) {
+      std::vector<float> x(n * cols), y(n * rows);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29f * static_cast<float>(i));
+      (*op)->forward(x.data(), n, y.data(), nullptr);
+      const double tol = mode == ExecutionMode::kFusedInt8   ? 2e-2
+                         : mode == ExecutionMode::kFusedBf16 ? 8e-3
+                                                             : 1e-5;
+      for (size_t t = 0; t < n; ++t)
+        for (uint32_t r = 0; r < rows; ++r) {
+          double want = 0, mag = 0;
+          for (uint32_t k = 0; k < cols; ++k) {
+            const double v = double{decoded[size_t{r} * cols + k]} * x[t * cols + k];
+            want += v;
+            mag += std::fabs(v);
+          }
+          ASSERT_NEAR(y[t * rows + r], want, tol * mag + 1e-6) << "token " << t << " row " << r;
+        }
+    }
+  }
 }
 
 // sum_i (a_i - b_i)^2 in double.

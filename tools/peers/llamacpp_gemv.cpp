@@ -1,7 +1,7 @@
 // Side-by-side batch-1 matrix-vector timing: llama.cpp's CPU kernels (BF16,
 // F16, the ternary TQ1_0 / TQ2_0, MXFP4 (against submoe's mxfp4), and the types nearest submoe's rvq and int
 // rates: IQ2_XXS 2.06 bits (against submoe's e8p, the lattice-derived pair,
-// and aqlm 2x8 / 1x16, the learned-codebook pair),
+// and aqlm 2x8 / 1x16 and vptq 8+8, the learned-codebook codes),
 // Q2_K 2.63, Q3_K 3.44 (against submoe's 3-bit squeezellm and spqr), IQ4_NL
 // 4.5 (against submoe's nf4); through
 // ggml's public API, built out of tree by scripts/peer_llamacpp.sh) and submoe's
@@ -35,6 +35,7 @@
 #include "submoe/kernels/dense_gemv.h"
 #include "submoe/kernels/e8p_gemv.h"
 #include "submoe/kernels/aqlm_gemv.h"
+#include "submoe/kernels/vptq_gemv.h"
 #include "submoe/kernels/gemv_bench.h"
 #include "submoe/kernels/mxfp4_gemv.h"
 #include "submoe/kernels/nf4_gemv.h"
@@ -550,6 +551,39 @@ int main(int argc, char** argv) {
                        [&, set](uint32_t i) { (void)kernels::gemm_aqlm(ak, (*set)[i], x.data(), 1, y.data(), &pool); },
                        {}});
     }
+  }
+
+  // submoe vptq (kernels/vptq_gemv.h) 8+8 (2 index bits): random indices, N(0, 1)
+  // f16 main and residual codebooks (one set per matrix), f16 column scales.
+  std::vector<kernels::VptqPanels> vq;
+  const kernels::VptqGemvKernels& vk = kernels::best_vptq_gemv_kernels();
+  if (rows % vptq::kDim == 0) {
+    const vptq::Shape shape{8, 8};
+    const size_t bytes = vptq::matrix_bytes(rows, cols, shape, 0);
+    const uint32_t count = matrices_for(bytes, llc);
+    std::mt19937 vrng(53);
+    std::normal_distribution<float> nd;
+    for (uint32_t i = 0; i < count; ++i) {
+      vptq::VptqMatrix m;
+      m.rows = rows;
+      m.cols = cols;
+      m.shape = shape;
+      m.indices.resize(size_t{cols} * (rows / vptq::kDim));
+      for (auto& c : m.indices) c = static_cast<uint16_t>(vrng() % shape.entries());
+      m.residual_indices.resize(m.indices.size());
+      for (auto& c : m.residual_indices) c = static_cast<uint16_t>(vrng() % shape.residual_entries());
+      for (uint32_t e = 0; e < shape.entries() * vptq::kDim; ++e) m.codebook.push_back(float_to_f16_bits(nd(vrng)));
+      for (uint32_t e = 0; e < shape.residual_entries() * vptq::kDim; ++e)
+        m.residual_codebook.push_back(float_to_f16_bits(0.3f * nd(vrng)));
+      m.scales.assign(cols, float_to_f16_bits(0.02f));
+      Result<kernels::VptqPanels> pk = kernels::VptqPanels::pack(m);
+      if (!pk.is_ok()) return 1;
+      vq.push_back(std::move(pk).value());
+    }
+    timed.push_back({"submoe vptq 8+8, f32 activations",
+                     8.0 * static_cast<double>(bytes) / (static_cast<double>(rows) * cols), count,
+                     [&](uint32_t i) { (void)kernels::gemm_vptq(vk, vq[i], x.data(), 1, y.data(), &pool); },
+                     {}});
   }
 
   // Interleaved rounds: every kernel once per round, 3 untimed rounds first.
