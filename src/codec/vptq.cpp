@@ -9,7 +9,8 @@
 namespace submoe::vptq {
 
 std::string Shape::name() const {
-  return residual_bits ? std::to_string(bits) + "+" + std::to_string(residual_bits) : std::to_string(bits);
+  return (residual_bits ? std::to_string(bits) + "+" + std::to_string(residual_bits) : std::to_string(bits)) +
+         (row_scaled ? "r" : "");
 }
 
 Status check_shape(Shape s) {
@@ -34,6 +35,7 @@ size_t matrix_bytes(uint32_t rows, uint32_t cols, Shape s, uint32_t outliers) {
   if (s.residual_bits)
     n += size_t{cols} * index_column_bytes(rows, s.residual_bits) + size_t{s.residual_entries()} * kDim * 2;
   if (outliers) n += size_t{outliers} * 4 + size_t{s.entries()} * kDim * 2;
+  if (s.row_scaled) n += size_t{rows} * 2;
   return n;
 }
 
@@ -104,6 +106,7 @@ Result<VptqMatrix> matrix_from_bytes(uint32_t rows, uint32_t cols, Shape s, cons
   SUBMOE_RETURN_IF_ERROR(size_is(f.indices, size_t{cols} * index_column_bytes(rows, s.bits), "indices"));
   SUBMOE_RETURN_IF_ERROR(size_is(f.codebook, s.entries() * book, "codebook"));
   SUBMOE_RETURN_IF_ERROR(size_is(f.scales, size_t{cols} * 2, "scales"));
+  SUBMOE_RETURN_IF_ERROR(size_is(f.row_scales, s.row_scaled ? size_t{rows} * 2 : 0, "row_scales"));
   SUBMOE_RETURN_IF_ERROR(size_is(f.residual_indices,
                                  s.residual_bits ? size_t{cols} * index_column_bytes(rows, s.residual_bits) : 0,
                                  "residual_indices"));
@@ -126,10 +129,12 @@ Result<VptqMatrix> matrix_from_bytes(uint32_t rows, uint32_t cols, Shape s, cons
   m.residual_codebook = copy_u16(f.residual_codebook);
   m.outlier_codebook = copy_u16(f.outlier_codebook);
   m.scales = copy_u16(f.scales);
+  m.row_scales = copy_u16(f.row_scales);
   SUBMOE_RETURN_IF_ERROR(check_finite(m.codebook, "codebook"));
   SUBMOE_RETURN_IF_ERROR(check_finite(m.residual_codebook, "residual_codebook"));
   SUBMOE_RETURN_IF_ERROR(check_finite(m.outlier_codebook, "outlier_codebook"));
   SUBMOE_RETURN_IF_ERROR(check_finite(m.scales, "scales"));
+  SUBMOE_RETURN_IF_ERROR(check_finite(m.row_scales, "row_scales"));
   m.outlier_columns.resize(outliers);
   for (size_t i = 0; i < outliers; ++i) {
     const uint8_t* b = f.outlier_columns.data() + 4 * i;
@@ -158,7 +163,8 @@ std::vector<float> decode_matrix(const VptqMatrix& m) {
       for (uint32_t i = 0; i < kDim; ++i) {
         float v = f16_bits_to_float(c[i]);
         if (r) v += f16_bits_to_float(r[i]);
-        w[size_t{j * kDim + i} * m.cols + q] = s * v;
+        const uint32_t row = j * kDim + i;
+        w[size_t{row} * m.cols + q] = m.row_scales.empty() ? s * v : f16_bits_to_float(m.row_scales[row]) * (s * v);
       }
     }
   }

@@ -20,19 +20,17 @@ const VptqGemvKernels kScalar{Isa::kScalar, &detail::vptq_rows_scalar};
 const VptqGemvKernels kAvx2{Isa::kAvx2, &detail::vptq_rows_avx2};
 const VptqGemvKernels kAvx512{Isa::kAvx512, &detail::vptq_rows_avx512};
 
-size_t index_count(uint32_t rows, uint32_t cols) { return size_t{cols} * (rows / vptq::kDim); }
-
-// The field sizes a [rows, cols] matrix of shape s needs, in the order of VptqPanels.
-struct Sizes {
-  size_t codebook, residual_codebook, outlier_codebook, indices, residual_indices;
-};
-Sizes sizes_for(uint32_t rows, uint32_t cols, vptq::Shape s, bool outliers) {
-  const size_t n = index_count(rows, cols);
-  return {size_t{s.entries()} * vptq::kDim, size_t{s.residual_entries()} * vptq::kDim,
-          outliers ? size_t{s.entries()} * vptq::kDim : 0, n, s.residual_bits ? n : 0};
+// Whether the fields of m (a VptqMatrix or a VptqPanels) have the sizes its
+// shape needs, with an outlier codebook or without.
+template <typename M>
+bool sizes_match(const M& m, bool outliers) {
+  const size_t n = size_t{m.cols} * (m.rows / vptq::kDim), book = size_t{m.shape.entries()} * vptq::kDim;
+  return m.codebook.size() == book && m.residual_codebook.size() == size_t{m.shape.residual_entries()} * vptq::kDim &&
+         m.outlier_codebook.size() == (outliers ? book : 0) && m.indices.size() == n &&
+         m.residual_indices.size() == (m.shape.residual_bits ? n : 0) && m.scales.size() == m.cols;
 }
 
-// The first element of v at or above `limit`, as " <name> <position> is <value>", or "".
+// The first element of v at or above `limit` as "<name> <position> is <value>", or "".
 template <typename T>
 std::string first_at_or_above(const std::vector<T>& v, uint64_t limit, const char* name) {
   const auto bad = std::find_if(v.begin(), v.end(), [&](T e) { return e >= limit; });
@@ -46,11 +44,12 @@ AlignedBuffer<float> widen(const std::vector<uint16_t>& f16) {
   return out;
 }
 
-// [cols, rows/8] indices (empty: none) in the panels' order (VptqPanels).
+// [cols, rows/8] indices (or none) in the panels' order (VptqPanels).
 AlignedBuffer<uint16_t> to_panels(const std::vector<uint16_t>& v, const VptqPanels& p) {
   AlignedBuffer<uint16_t> out(v.size(), false);
+  if (v.empty()) return out;
   const uint32_t vpc = p.vectors_per_column();
-  for (uint32_t j0 = 0; !v.empty() && j0 < vpc; j0 += VptqPanels::kPanelVectors) {
+  for (uint32_t j0 = 0; j0 < vpc; j0 += VptqPanels::kPanelVectors) {
     const uint32_t width = p.panel_width(j0);
     uint16_t* panel = out.data() + p.index_offset(j0);
     for (uint32_t q = 0; q < p.cols; ++q)
@@ -65,10 +64,7 @@ Result<VptqPanels> VptqPanels::pack(const vptq::VptqMatrix& m) {
   SUBMOE_RETURN_IF_ERROR(vptq::check_matrix_shape(m.rows, m.cols));
   const std::string what = "VptqPanels::pack: " + m.shape.name() + " [" + std::to_string(m.rows) + ", " +
                            std::to_string(m.cols) + "]: ";
-  const Sizes want = sizes_for(m.rows, m.cols, m.shape, !m.outlier_columns.empty());
-  if (m.codebook.size() != want.codebook || m.residual_codebook.size() != want.residual_codebook ||
-      m.outlier_codebook.size() != want.outlier_codebook || m.indices.size() != want.indices ||
-      m.residual_indices.size() != want.residual_indices || m.scales.size() != m.cols)
+  if (!sizes_match(m, !m.outlier_columns.empty()))
     return invalid_argument(what + "field sizes do not match the shape (residual fields need Br > 0, the outlier "
                                    "codebook outlier columns)");
   // The kernels index the codebooks and the column flags unchecked: a matrix
@@ -102,13 +98,9 @@ const VptqGemvKernels& best_vptq_gemv_kernels() {
 Status gemm_vptq(const VptqGemvKernels& k, const VptqPanels& w, const float* x, uint32_t batch, float* y,
                  ThreadPool* pool) {
   if (k.rows == nullptr) return invalid_argument("gemm_vptq: empty kernel table");
-  if (w.rows == 0 || w.cols == 0 || w.rows % vptq::kDim != 0 || !vptq::check_shape(w.shape).is_ok())
-    return invalid_argument("gemm_vptq: empty matrix");
-  const Sizes want = sizes_for(w.rows, w.cols, w.shape, !w.outlier_codebook.empty());
-  if (w.codebook.size() != want.codebook || w.residual_codebook.size() != want.residual_codebook ||
-      w.outlier_codebook.size() != want.outlier_codebook || w.indices.size() != want.indices || w.residual_indices.size() != want.residual_indices ||
-      w.outlier.size() != w.cols || w.scales.size() != w.cols)
-    return invalid_argument("gemm_vptq: unpacked matrix");
+  if (!vptq::check_shape(w.shape).is_ok() || !vptq::check_matrix_shape(w.rows, w.cols).is_ok() ||
+      !sizes_match(w, !w.outlier_codebook.empty()) || w.outlier.size() != w.cols)
+    return invalid_argument("gemm_vptq: empty or unpacked matrix");
   if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument("gemm_vptq: batch out of range");
   if (x == nullptr || y == nullptr) return invalid_argument("gemm_vptq: null pointer");
   VptqArgs a;

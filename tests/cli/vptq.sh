@@ -2,10 +2,10 @@
 # vptq through the binary on the embedded default model: compress --repr vptq
 # --repr-opt shape=6+6 with 2% outlier columns (per matrix a 64-entry main, a
 # 64-entry residual and a 64-entry outlier codebook, vectors of 8 output
-# rows: 1.5 index bits + codebooks, scales and 5 outlier columns = 1.94 bits per weight) writes a
+# rows: 1.5 index bits + codebooks, column and row scales and 5 outlier columns = 2.00 bits per weight) writes a
 # verified artifact whose inspect names the code, its contract and the rate;
 # eval's fused kernels agree with the reference decoder, paging gives the
-# same nll; held-out nll within 0.15 nats of bf16 (measured +0.08 on this
+# same nll; held-out nll within 0.15 nats of bf16 (measured +0.07 on this
 # 2-sample calibration; VPTQ's output-axis vectors mix rows of different
 # scales, docs/results.md section 9); --bits 2 (8+8) under RTN
 # runs paged and traces; bench gemv reports the bits; bad options and a
@@ -29,8 +29,8 @@ rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/v6" -
   --repr vptq --repr-opt shape=6+6 --repr-opt outliers=0.02 --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr vptq: $rc: $out"
 info=$("$bin" inspect "$work/v6" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"
-for want in "vptq (6+6: v 8 along the output, 64-entry codebook + 64 residual, 1.50 index bits per weight), gptq, grid vptq6+6" \
-  "= 1.940 bits/weight" "contracts:     [0] vector-lut, vectors of 8 along the output, sparse none, kernel vptq_gemv v1"; do
+for want in "vptq (6+6r: v 8 along the output, 64-entry codebook + 64 residual, 1.50 index bits per weight), gptq, grid vptq6+6r" \
+  "= 2.002 bits/weight" "contracts:     [0] vector-lut, vectors of 8 along the output, sparse none, kernel vptq_gemv v1"; do
   grep -qF -- "$want" <<<"$info" && echo "ok   inspect: $want" || fail "inspect lacks '$want': $info"
 done
 grep -q '"fine_tuning": "none' "$work/v6/submoe_manifest.json" && echo "ok   the provenance says no fine-tuning ran" ||

@@ -50,8 +50,8 @@ std::vector<uint8_t> bytes32(const std::vector<uint32_t>& v) {
 }
 
 struct Owned {
-  std::vector<uint8_t> idx, cb, ridx, rcb, oc, ocb, sc;
-  FieldsIn view() const { return {idx, cb, ridx, rcb, oc, ocb, sc}; }
+  std::vector<uint8_t> idx, cb, ridx, rcb, oc, ocb, sc, rs;
+  FieldsIn view() const { return {idx, cb, ridx, rcb, oc, ocb, sc, rs}; }
 };
 Owned fields_of(const VptqMatrix& m) {
   Owned o;
@@ -62,6 +62,7 @@ Owned fields_of(const VptqMatrix& m) {
   o.oc = bytes32(m.outlier_columns);
   o.ocb = bytes16(m.outlier_codebook);
   o.sc = bytes16(m.scales);
+  o.rs = bytes16(m.row_scales);
   return o;
 }
 
@@ -73,12 +74,15 @@ TEST(VptqLedger, CountsEveryField) {
   const double bits = 8.0 * static_cast<double>(matrix_bytes(4096, 4096, {8, 0}, 0)) / (4096.0 * 4096.0);
   EXPECT_NEAR(bits, 1.0 + 256.0 * 8 * 16 / (4096.0 * 4096.0) + 16.0 / 4096, 1e-12);
   EXPECT_EQ(index_column_bytes(24, 5), size_t{2});  // 3 x 5 bits
+  EXPECT_EQ(matrix_bytes(16, 3, {4, 0, true}, 0), matrix_bytes(16, 3, {4, 0, false}, 0) + 16 * 2);
 }
 
 TEST(VptqDecode, MatchesAFloat64SumDownTheOutputAxis) {
   std::mt19937 rng(7);
-  for (Shape s : {Shape{8, 0}, Shape{6, 4}, Shape{12, 12}}) {
-    const VptqMatrix m = random_matrix(24, 7, s, {1, 6}, rng);
+  for (Shape s : {Shape{8, 0}, Shape{6, 4}, Shape{12, 12}, Shape{5, 5, true}}) {
+    VptqMatrix m = random_matrix(24, 7, s, {1, 6}, rng);
+    if (s.row_scaled)
+      for (uint32_t r = 0; r < m.rows; ++r) m.row_scales.push_back(float_to_f16_bits(r == 3 ? 0.0f : 0.5f + 0.1f * r));
     const std::vector<float> w = decode_matrix(m);
     for (uint32_t r = 0; r < m.rows; ++r)
       for (uint32_t q = 0; q < m.cols; ++q) {
@@ -86,7 +90,8 @@ TEST(VptqDecode, MatchesAFloat64SumDownTheOutputAxis) {
         const bool out = q == 1 || q == 6;
         double sum = f16_bits_to_float((out ? m.outlier_codebook : m.codebook)[size_t{m.indices[v]} * kDim + r % kDim]);
         if (s.residual_bits) sum += f16_bits_to_float(m.residual_codebook[size_t{m.residual_indices[v]} * kDim + r % kDim]);
-        const double want = f16_bits_to_float(m.scales[q]) * sum;
+        const double row = s.row_scaled ? f16_bits_to_float(m.row_scales[r]) : 1.0;
+        const double want = row * f16_bits_to_float(m.scales[q]) * sum;
         EXPECT_NEAR(w[size_t{r} * m.cols + q], want, 1e-5 * (1 + std::fabs(want))) << s.name();
       }
   }
@@ -131,6 +136,10 @@ TEST(VptqFromBytes, RoundTripsAndRefusesBadFields) {
   bad.sc[5] = 0xfe;
   refused(bad, "scales value 2 is not finite");
   EXPECT_FALSE(matrix_from_bytes(20, 6, s, o.view()).is_ok());  // rows not a multiple of 8
+  EXPECT_FALSE(matrix_from_bytes(24, 6, Shape{5, 3, true}, o.view()).is_ok());  // row_scales missing
+  bad = o;
+  bad.rs.assign(48, 0);
+  refused(bad, "row_scales holds 48 bytes");
   EXPECT_FALSE(check_shape({0, 0}).is_ok());
   EXPECT_FALSE(check_shape({8, 17}).is_ok());
 }

@@ -35,8 +35,9 @@ TEST(VptqRepresentation, EncoderReconstructionIsTheDecodersAndTheLedgerCountsEve
   for (const char* shape : {"6", "5+4"})
     for (const char* outliers : {"0", "0.1"})
       for (bool gptq : {true, false}) {
-        SCOPED_TRACE(std::string(shape) + " outliers " + outliers + (gptq ? " with H" : " without H"));
-        auto codec = codec_of({{"shape", shape}, {"outliers", outliers}});
+        const char* rows_scaled = gptq ? "on" : "off";
+        SCOPED_TRACE(std::string(shape) + " outliers " + outliers + (gptq ? " with H, row scales" : " without H"));
+        auto codec = codec_of({{"shape", shape}, {"outliers", outliers}, {"row_scales", rows_scaled}});
         ASSERT_NE(codec, nullptr);
         auto enc = testing::encode_matrix(*codec, p.w, p.h, p.rows, p.cols, gptq);
         auto packed = enc->pack();
@@ -50,6 +51,7 @@ TEST(VptqRepresentation, EncoderReconstructionIsTheDecodersAndTheLedgerCountsEve
         vptq::Shape s;
         s.bits = std::string(shape) == "6" ? 6 : 5;
         s.residual_bits = std::string(shape) == "6" ? 0 : 4;
+        s.row_scaled = gptq;
         EXPECT_EQ(bytes, vptq::matrix_bytes(p.rows, p.cols, s, n_out));
         const auto spans = spans_of(*packed);
         auto decoded = codec->decode(p.rows, p.cols, spans);
@@ -103,20 +105,24 @@ TEST(VptqRepresentation, OptionsRecordsAndFieldsAreCheckedByName) {
   fails({"vptq", std::nullopt, std::nullopt, std::nullopt, std::nullopt, {{"shape", "8+x"}}}, "shape=x");
   fails({"vptq", 2.0, std::nullopt, std::nullopt, std::nullopt, {{"outliers", "0.9"}}}, "outliers=0.9");
   fails({"vptq", 2.0, std::nullopt, std::nullopt, std::nullopt, {{"beam", "2"}}}, "not a vptq option");
+  fails({"vptq", 2.0, std::nullopt, std::nullopt, std::nullopt, {{"row_scales", "yes"}}}, "row_scales=yes");
   fails({"vptq", 2.0, 64u}, "--group-size");
   auto c = codec_of({}, 2.0);
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->record(), (nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 8}}));
+  EXPECT_EQ(c->record(),
+            (nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 8}, {"row_scales", true}}));
   EXPECT_FALSE(c->check_encodable(16, 64).is_ok());  // 128 vectors < 256 entries
   EXPECT_FALSE(c->check_encodable(20, 64).is_ok());  // rows not a multiple of 8
   const TensorLookup none = [](std::string_view) -> const io::TensorView* { return nullptr; };
   auto back = codec_from_record(c->record(), "r", none);
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_EQ((*back)->record(), c->record());
-  for (const auto& bad : {nlohmann::json{{"representation", "vptq"}, {"bits", 0}, {"residual_bits", 8}},
-                          nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 17}},
-                          nlohmann::json{{"representation", "vptq"}, {"bits", 8}},
-                          nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 0}, {"v", 8}}})
+  for (const auto& bad :
+       {nlohmann::json{{"representation", "vptq"}, {"bits", 0}, {"residual_bits", 8}, {"row_scales", true}},
+        nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 17}, {"row_scales", true}},
+        nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 8}},
+        nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 8}, {"row_scales", 1}},
+        nlohmann::json{{"representation", "vptq"}, {"bits", 8}, {"residual_bits", 0}, {"row_scales", false}, {"v", 8}}})
     EXPECT_FALSE(codec_from_record(bad, "r", none).is_ok()) << bad.dump();
   // Untrusted fields: a field count, an outlier column out of range.
   const CorrelatedProblem p(16, 24, 64, 19);

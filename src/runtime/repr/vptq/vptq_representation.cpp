@@ -9,8 +9,10 @@
 // group width 1), so at each column the solver hands over the 8 current
 // values of every vector and the encoder takes the nearest centroid (0x07B:
 // within a column the second-order loss is plain Euclidean), then the
-// nearest residual centroid. Record: {"representation": "vptq", "bits": B,
-// "residual_bits": Br}.
+// nearest residual centroid. Row-scaled (the default): each output row is
+// divided by its f16 RMS before all of this (prepare, as a rotation would be)
+// and the scales are stored. Record: {"representation": "vptq", "bits": B,
+// "residual_bits": Br, "row_scales": bool}.
 #include "runtime/repr/vptq/vptq_representation.h"
 
 #include <algorithm>
@@ -73,6 +75,8 @@ class VptqEncoderHook final : public MatrixEncoder {
   size_t block_width() const override { return 1; }
   size_t group_width() const override { return 1; }
   size_t row_block() const override { return D; }
+  bool rotates() const override { return m_.shape.row_scaled; }
+  Status prepare(std::vector<float>& w, std::vector<float>& h) override;
   void begin_matrix(std::span<const float> w, std::span<const float> h_diag) override;
   void begin_row(size_t, std::span<const float>) override {}
   void begin_groups(size_t r0, size_t r1, size_t c, const float* current, size_t ld) override;
@@ -102,7 +106,10 @@ class VptqCodec final : public MatrixCodec, public std::enable_shared_from_this<
 
   const Representation& representation() const override { return vptq_representation(); }
   nlohmann::json record() const override {
-    return {{"representation", std::string(kName)}, {"bits", p_.shape.bits}, {"residual_bits", p_.shape.residual_bits}};
+    return {{"representation", std::string(kName)},
+            {"bits", p_.shape.bits},
+            {"residual_bits", p_.shape.residual_bits},
+            {"row_scales", p_.shape.row_scaled}};
   }
   nlohmann::json provenance() const override {
     return {{"codebooks", "Hessian-weighted k-means++ / Lloyd (a vector of column q weighs H_qq; uniform without "
@@ -116,6 +123,8 @@ class VptqCodec final : public MatrixCodec, public std::enable_shared_from_this<
             {"assignment", "GPTQ column order with error feedback; per column the nearest centroid of each 8-row "
                            "vector, then the nearest residual centroid (0x07B)"},
             {"column_scale", "f16(RMS of the column)"},
+            {"row_scale", p_.shape.row_scaled ? "f16(RMS of the row), divided out before the codebooks are fitted"
+                                              : "none"},
             {"fine_tuning", "none (VPTQ's layer-wise codebook refinement is not run)"}};
   }
   std::string summary() const override {
@@ -135,7 +144,8 @@ class VptqCodec final : public MatrixCodec, public std::enable_shared_from_this<
     c.vector_dim = D;
     c.packing_layout = "vptq-v1: per input column, rows/8 B-bit main (and Br-bit residual) indices as LSB-first "
                        "streams into per-matrix f16 [2^B, 8] (and [2^Br, 8]) codebooks; outlier columns u32 with "
-                       "their own f16 [2^B, 8] codebook; scales f16 [cols]";
+                       "their own f16 [2^B, 8] codebook; scales f16 [cols]; row-scaled: row_scales f16 [rows] "
+                       "multiplying each output";
     c.required_kernel = "vptq_gemv";
     c.op.scale = "f16";
     return c;
@@ -167,6 +177,7 @@ class VptqCodec final : public MatrixCodec, public std::enable_shared_from_this<
     f.push_back(FieldSpec{"outlier_columns", io::DType::kU32, {}, 1});
     f.push_back(FieldSpec{"outlier_codebook", io::DType::kF16, {}, D});
     f.push_back(FieldSpec{"scales", io::DType::kF16, {c}});
+    if (p_.shape.row_scaled) f.push_back(FieldSpec{"row_scales", io::DType::kF16, {static_cast<int64_t>(rows)}});
     return f;
   }
   Result<std::vector<float>> decode(uint32_t rows, uint32_t cols, FieldBytes f) const override {
@@ -204,6 +215,7 @@ class VptqCodec final : public MatrixCodec, public std::enable_shared_from_this<
     in.outlier_columns = as_u8(f[i++]);
     in.outlier_codebook = as_u8(f[i++]);
     in.scales = as_u8(f[i++]);
+    if (p_.shape.row_scaled) in.row_scales = as_u8(f[i++]);
     return vptq::matrix_from_bytes(rows, cols, p_.shape, in);
   }
 
@@ -218,6 +230,20 @@ VptqEncoderHook::VptqEncoderHook(std::shared_ptr<const VptqCodec> codec, uint32_
   m_.indices.assign(size_t{cols} * (rows / D), 0);
   if (m_.shape.residual_bits) m_.residual_indices.assign(m_.indices.size(), 0);
   recon_.assign(size_t{rows} * cols, 0.0f);
+}
+
+Status VptqEncoderHook::prepare(std::vector<float>& w, std::vector<float>&) {
+  // W <- diag(1 / r) W, r = f16(RMS of each row); an all-zero row keeps r = 0 and stays zero.
+  m_.row_scales.assign(rows_, 0);
+  for (uint32_t r = 0; r < rows_; ++r) {
+    float* row = w.data() + size_t{r} * cols_;
+    double ss = 0;
+    for (uint32_t c = 0; c < cols_; ++c) ss += double{row[c]} * row[c];
+    m_.row_scales[r] = float_to_f16_bits(to_f16_value(static_cast<float>(std::sqrt(ss / cols_))));
+    const float s = f16_bits_to_float(m_.row_scales[r]);
+    for (uint32_t c = 0; c < cols_; ++c) row[c] = s > 0 ? row[c] / s : 0.0f;
+  }
+  return Status::ok();
 }
 
 void VptqEncoderHook::begin_matrix(std::span<const float> w, std::span<const float> h_diag) {
@@ -337,6 +363,8 @@ void VptqEncoderHook::quantize(size_t r, size_t c, const float*, float* reconstr
 Result<vptq::VptqMatrix> VptqEncoderHook::matrix() const {
   SUBMOE_RETURN_IF_ERROR(error_.get());
   if (!trained_) return internal_error("vptq: pack before the matrix was quantized");
+  if (m_.shape.row_scaled && m_.row_scales.size() != rows_)
+    return internal_error("vptq: row-scaled matrix quantized without prepare");
   return m_;
 }
 
@@ -367,6 +395,8 @@ Result<std::vector<PackedTensor>> VptqEncoderHook::pack() const {
   out.push_back({"outlier_codebook", io::DType::kF16, {static_cast<int64_t>(m.outlier_codebook.size())},
                  bytes_of(m.outlier_codebook)});
   out.push_back({"scales", io::DType::kF16, {c}, bytes_of(m.scales)});
+  if (m.shape.row_scaled)
+    out.push_back({"row_scales", io::DType::kF16, {static_cast<int64_t>(rows_)}, bytes_of(m.row_scales)});
   return out;
 }
 
@@ -377,7 +407,8 @@ class VptqRepresentation final : public Representation {
     return "vptq: VPTQ vector codes, vectors of 8 output rows per input column, a learned main codebook + residual "
            "codebook per matrix (Hessian-weighted k-means), GPTQ column order; --bits R gives (4R)+(4R)-bit "
            "indices (2: 8+8), or --repr-opt shape=B[+Br] (--bits, if given, must equal (B + Br) / 8); "
-           "--repr-opt outliers=F (share of columns with their own codebook, 0), kmeans_iters=N, seed=N";
+           "--repr-opt row_scales=on|off (an f16 scale per output row divided out first, on), outliers=F (share of "
+           "columns with their own codebook, 0), kmeans_iters=N, seed=N";
   }
   static Result<VptqParams> params_of(const ReprOptions& o) {
     if (o.code) return invalid_argument("--code applies to ternary_dict only");
@@ -385,6 +416,7 @@ class VptqRepresentation final : public Representation {
     if (o.group_size) return invalid_argument("--group-size applies to int, nf4 and spqr (vptq has one scale per column)");
     VptqParams p;
     std::optional<vptq::Shape> shape;
+    bool row_scaled = true;
     for (const auto& [key, value] : o.extra) {
       if (key == "shape") {
         vptq::Shape s;
@@ -396,6 +428,10 @@ class VptqRepresentation final : public Representation {
           s.residual_bits = static_cast<uint32_t>(r);
         }
         shape = s;
+      } else if (key == "row_scales") {
+        if (value != "on" && value != "off")
+          return invalid_argument("--repr-opt row_scales=" + value + ": expected on or off");
+        row_scaled = value == "on";
       } else if (key == "outliers") {
         SUBMOE_ASSIGN_OR_RETURN(p.outliers, option_number(key, value, 0, 0.5));
       } else if (key == "kmeans_iters") {
@@ -404,7 +440,8 @@ class VptqRepresentation final : public Representation {
       } else if (key == "seed") {
         SUBMOE_ASSIGN_OR_RETURN(p.seed, option_uint(key, value, 0, UINT64_MAX));
       } else {
-        return invalid_argument("--repr-opt " + key + " is not a vptq option (shape, outliers, kmeans_iters, seed)");
+        return invalid_argument("--repr-opt " + key +
+                                " is not a vptq option (shape, row_scales, outliers, kmeans_iters, seed)");
       }
     }
     if (shape) {
@@ -421,6 +458,7 @@ class VptqRepresentation final : public Representation {
                                 "; other rates: --repr-opt shape=B[+Br]");
       p.shape = {static_cast<uint32_t>(4 * b), static_cast<uint32_t>(4 * b)};
     }
+    p.shape.row_scaled = row_scaled;
     return p;
   }
   Result<std::shared_ptr<const MatrixCodec>> from_options(const ReprOptions& o) const override {
@@ -430,13 +468,16 @@ class VptqRepresentation final : public Representation {
   Result<std::shared_ptr<const MatrixCodec>> from_record(const nlohmann::json& record, const std::string& where,
                                                          const TensorLookup&) const override {
     const RecordKeys k{record, where};
-    SUBMOE_RETURN_IF_ERROR(k.only({"representation", "bits", "residual_bits"}));
+    SUBMOE_RETURN_IF_ERROR(k.only({"representation", "bits", "residual_bits", "row_scales"}));
     SUBMOE_ASSIGN_OR_RETURN(const int64_t b, k.integer("bits"));
     SUBMOE_ASSIGN_OR_RETURN(const int64_t r, k.integer("residual_bits"));
     if (b < 1 || b > vptq::kMaxBits) return k.bad("bits", "= " + std::to_string(b) + ", must be 1..16");
     if (r < 0 || r > vptq::kMaxBits) return k.bad("residual_bits", "= " + std::to_string(r) + ", must be 0..16");
+    const auto it = record.find("row_scales");
+    if (it == record.end()) return k.bad("row_scales", "is missing");
+    if (!it->is_boolean()) return k.type("row_scales", "a boolean");
     VptqParams p;
-    p.shape = {static_cast<uint32_t>(b), static_cast<uint32_t>(r)};
+    p.shape = {static_cast<uint32_t>(b), static_cast<uint32_t>(r), it->get<bool>()};
     return std::shared_ptr<const MatrixCodec>(std::make_shared<VptqCodec>(p));
   }
 };
