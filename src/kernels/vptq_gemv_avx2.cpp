@@ -19,15 +19,6 @@ constexpr uint32_t kD = vptq::kDim;
 constexpr uint32_t kBlockVectors = 8;
 constexpr uint32_t kMaxTileTokens = 4;
 
-// Vector k of a group of 4: entry k of a (u16 fields) in book plus, with a
-// residual stage, entry k of b in rbook.
-template <bool kResidual>
-inline __m256 centroid(const float* book, const float* rbook, uint64_t a, uint64_t b, uint32_t k) {
-  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset(a, k)));
-  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset(b, k))));
-  return v;
-}
-
 // Vector rows j0 .. j0 + R - 1 (within one panel) for tokens t0 .. t0 + T - 1.
 template <bool kResidual, uint32_t R, uint32_t T>
 void tile(const VptqArgs& a, uint32_t j0, uint32_t t0) {

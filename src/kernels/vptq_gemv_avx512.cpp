@@ -8,7 +8,7 @@
 // near-equal token tiles of up to 6, every vector decoded once per tile: 32
 // vector rows x 1 token, 16 x 2-3, 8 x 4-6 (at most 24 accumulators plus the
 // broadcasts in the 32 zmm registers; 2080 x 6144, 8+8, batch 64: 18.6 ms,
-// with 8 x 3 and 4 x 5-6 27 ms, the decode repeated for twice the tiles).
+// with 8 x 3 and 4 x 5-6 25-28 ms, the decode repeated for twice the tiles).
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -24,15 +24,6 @@ namespace {
 constexpr uint32_t kD = vptq::kDim;
 constexpr uint32_t kBlockVectors = VptqPanels::kPanelVectors;
 constexpr uint32_t kMaxTileTokens = 6;
-
-// Vector k of a group of 4: entry k of a (u16 fields) in book plus, with a
-// residual stage, entry k of b in rbook.
-template <bool kResidual>
-inline __m256 centroid(const float* book, const float* rbook, uint64_t a, uint64_t b, uint32_t k) {
-  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset(a, k)));
-  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset(b, k))));
-  return v;
-}
 
 // Vector rows j0 .. j0 + R - 1 (R even, or 1; within one panel) for tokens
 // t0 .. t0 + T - 1.

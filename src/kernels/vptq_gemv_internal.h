@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 #include "aqlm_gemv_internal.h"
 #include "submoe/kernels/vptq_gemv.h"
 
@@ -49,6 +53,17 @@ inline void for_tiles_halving(uint32_t j, uint32_t end, Tile tile) {
   for (; j + R <= end; j += R) tile(std::integral_constant<uint32_t, R>{}, j);
   if constexpr (R > 1) for_tiles_halving<R / 2>(j, end, tile);
 }
+
+#ifdef __AVX2__
+// Vector k of a group of 4 (the AVX2 and AVX-512 translation units): entry k
+// of a (u16 fields) in book plus, with a residual stage, entry k of b in rbook.
+template <bool kResidual>
+inline __m256 centroid(const float* book, const float* rbook, uint64_t a, uint64_t b, uint32_t k) {
+  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset(a, k)));
+  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset(b, k))));
+  return v;
+}
+#endif
 
 }  // namespace
 

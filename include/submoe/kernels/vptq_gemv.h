@@ -10,7 +10,10 @@
 //
 // Rows are split across threads in blocks of whole vectors, so every output
 // is accumulated by one thread in column order. The rows differ from the
-// reference decoder followed by a dense product only by f32 summation order.
+// reference decoder followed by a dense product only by f32 rounding (the
+// kernels round s_q x_t[q] where the decoder rounds s_q v, and sum in another
+// order). A row-scaled matrix's row scales are not applied here: the panels
+// leave them out, and the caller multiplies y by them.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +37,7 @@ namespace submoe::kernels {
 // kernel tile within one panel reads one contiguous run per column, and the
 // panel streams from memory in order. In the codec's [cols, rows/8] order a
 // tile's runs sit rows/4 bytes apart, and batch 1 waited on memory (2080 x
-// 6144, 8+8, AVX-512, indices streamed from DRAM: about 1200 us, panels 880).
+// 6144, 8+8, AVX-512, indices streamed from DRAM: about 1200 us, panels 850).
 struct VptqPanels {
   static constexpr uint32_t kPanelVectors = 32;
   uint32_t rows = 0, cols = 0;
