@@ -74,6 +74,14 @@ uint32_t matrices_for(size_t bytes, size_t llc) {
                                                                 static_cast<double>(bytes))));
 }
 
+// For the widened layouts (aqlm, vptq: u16 indices, several MB a matrix in
+// memory): matrices_for's count, capped at 256 MiB of stored bytes (8x this
+// host's 32 MiB L3), else every kernel's set together outgrows the 24 GiB.
+uint32_t matrices_past_llc(size_t bytes, size_t llc) {
+  const auto cap = static_cast<uint32_t>(std::max<size_t>(4, (size_t{256} << 20) / bytes));
+  return std::min(matrices_for(bytes, llc), cap);
+}
+
 std::unique_ptr<GgmlSet> make_ggml_set(ggml_type type, uint32_t rows, uint32_t cols, int threads,
                                        ggml_threadpool* pool, const std::vector<float>& x, size_t llc,
                                        uint32_t* count_out, double* bpw_out) {
@@ -526,7 +534,7 @@ int main(int argc, char** argv) {
     aq.reserve(2);
     for (aqlm::Shape shape : {aqlm::Shape{2, 8}, aqlm::Shape{1, 16}}) {
       const size_t bytes = aqlm::matrix_bytes(rows, cols, shape);
-      const uint32_t count = matrices_for(bytes, llc);
+      const uint32_t count = matrices_past_llc(bytes, llc);
       std::mt19937 arng(41 + shape.code_bits);
       std::normal_distribution<float> nd;
       aq.emplace_back();
@@ -560,7 +568,7 @@ int main(int argc, char** argv) {
   if (rows % vptq::kDim == 0) {
     const vptq::Shape shape{8, 8};
     const size_t bytes = vptq::matrix_bytes(rows, cols, shape, 0);
-    const uint32_t count = matrices_for(bytes, llc);
+    const uint32_t count = matrices_past_llc(bytes, llc);
     std::mt19937 vrng(53);
     std::normal_distribution<float> nd;
     for (uint32_t i = 0; i < count; ++i) {
