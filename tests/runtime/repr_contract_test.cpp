@@ -21,7 +21,7 @@ using nlohmann::json;
 
 std::shared_ptr<const MatrixCodec> codec_of(const std::string& name) {
   ReprOptions o{name};
-  if (name == "int" || name == "rvq") o.bits = 2;
+  if (name == "int" || name == "rvq" || name == "aqlm" || name == "vptq") o.bits = 2;
   if (name == "squeezellm") o.bits = 3;
   if (name == "rvq") o.extra = {{"train_vectors", "2048"}, {"iters", "2"}};  // small codebooks: quick
   auto c = make_codec(o);
