@@ -28,7 +28,7 @@ if [ "${SUBMOE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSUBMOE_FUZZ=ON \
     -DSUBMOE_CUDA=OFF -DSUBMOE_BENCH=OFF -DSUBMOE_TESTS=OFF >/dev/null
   targets=(ternary_packed rvq_packed safetensors_header hf_config tokenizer_json routing_trace artifact_manifest int_packed
-    mxfp4_packed nf4_packed squeezellm_packed spqr_packed e8p_packed chat_template)
+    mxfp4_packed nf4_packed squeezellm_packed spqr_packed e8p_packed codebook_packed chat_template)
   cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
   for t in "${targets[@]}"; do
     seconds=6
