@@ -28,13 +28,7 @@ namespace {
 
 using submoe::fuzz::Reader;
 using submoe::fuzz::require;
-
-std::vector<uint8_t> take(Reader& r, size_t n, bool pad) {
-  std::vector<uint8_t> v;
-  while (v.size() < n && r.n > 0) v.push_back(static_cast<uint8_t>(r.u8()));
-  if (pad) v.resize(n, 0);
-  return v;
-}
+using submoe::fuzz::take;
 
 // Index k of a little-endian, LSB-first stream of `bits`-bit fields.
 uint32_t field(const uint8_t* stream, size_t k, uint32_t bits) {

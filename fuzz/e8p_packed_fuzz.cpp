@@ -30,13 +30,7 @@ namespace {
 
 using submoe::fuzz::Reader;
 using submoe::fuzz::require;
-
-std::vector<uint8_t> take(Reader& r, size_t n, bool pad) {
-  std::vector<uint8_t> v;
-  while (v.size() < n && r.n > 0) v.push_back(static_cast<uint8_t>(r.u8()));
-  if (pad) v.resize(n, 0);
-  return v;
-}
+using submoe::fuzz::take;
 
 // Coordinate i of E8P code c, from the packed table and the documented rule.
 float e8p_coordinate(uint16_t c, uint32_t i) {

@@ -28,14 +28,8 @@ namespace {
 
 using submoe::fuzz::Reader;
 using submoe::fuzz::require;
+using submoe::fuzz::take;
 using submoe::fuzz::same_bits;
-
-std::vector<uint8_t> take(Reader& r, size_t n, bool pad) {
-  std::vector<uint8_t> v;
-  while (v.size() < n && r.n > 0) v.push_back(static_cast<uint8_t>(r.u8()));
-  if (pad) v.resize(n, 0);
-  return v;
-}
 
 float f32_at(const std::vector<uint8_t>& b, size_t i) {
   float v;
