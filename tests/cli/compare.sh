@@ -2,8 +2,9 @@
 # `submoe compare` on the embedded default model: int and e8p at 2 bits (RTN,
 # a short text) give a source row and two measured rows, a third
 # combination the representation refuses becomes a row saying why; the
-# markdown, JSON and SVG agree; a second run reuses the saved rows; bad
-# arguments are refused before any work.
+# markdown, JSON and SVG agree; a second run reuses the saved rows; an
+# entry's options (NAME:KEY=VALUE) reach compress; bad arguments are refused
+# before any work.
 #   usage: compare.sh SUBMOE_BINARY SOURCE_DIR
 set -uo pipefail
 bin=$1
@@ -42,6 +43,10 @@ PY
 rc=0; out=$("$bin" compare "${args[@]}" --method rtn --reprs int,e8p,ternary_dict --bits 2 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && [ "$(grep -c "measured earlier" <<<"$out")" -eq 3 ] && grep -q "ternary_dict-2 ... failed" <<<"$out" && echo "ok   a second run reuses the 3 measured rows and tries the failed one again" ||
   fail "rerun: $rc: $out"
+# An entry's own options reach compress as --repr-opt (int takes none: its row says so by name).
+rc=0; out=$("$bin" compare "${args[@]}" --method rtn --reprs int:warp=1 --bits 2 --no-bench 2>&1) || rc=$?
+[ "$rc" -eq 0 ] && grep -q "int:warp=1-2 ... failed: .*--repr-opt warp" <<<"$out" &&
+  echo "ok   an entry's options (int:warp=1) are passed to compress" || fail "entry options: $rc: $out"
 expect() {
   local want=$1; shift
   rc=0; out=$("$bin" compare "${args[@]}" "$@" 2>&1) || rc=$?

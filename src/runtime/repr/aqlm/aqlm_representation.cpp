@@ -43,7 +43,6 @@ class AqlmEncoderHook final : public MatrixEncoder {
   }
   std::vector<float> dequantize() const override;
   Result<std::vector<PackedTensor>> pack() const override;
-  const aqlm_solver::Report& report() const { return report_; }
 
  private:
   std::shared_ptr<const AqlmCodec> codec_;

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 
 #include "runtime/repr/kmeans8.h"
 #include "submoe/core/bf16.h"
