@@ -1,6 +1,7 @@
 #include "submoe/kernels/aqlm_gemv.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "aqlm_gemv_internal.h"
@@ -44,8 +45,12 @@ Result<AqlmPanels> AqlmPanels::pack(const aqlm::AqlmMatrix& m) {
   p.shape = m.shape;
   p.codebooks = AlignedBuffer<float>(m.codebooks.size(), false);
   for (size_t i = 0; i < m.codebooks.size(); ++i) p.codebooks.data()[i] = f16_bits_to_float(m.codebooks[i]);
-  p.codes = AlignedBuffer<uint16_t>(m.codes.size(), false);
-  std::copy(m.codes.begin(), m.codes.end(), p.codes.data());
+  p.code_bytes = m.shape.code_bits <= 8 ? 1 : 2;
+  p.codes = AlignedBuffer<uint8_t>(m.codes.size() * p.code_bytes, false);
+  if (p.code_bytes == 1)
+    std::copy(m.codes.begin(), m.codes.end(), p.codes.data());  // each < 2^B <= 256
+  else
+    std::memcpy(p.codes.data(), m.codes.data(), m.codes.size() * sizeof(uint16_t));
   p.scales = AlignedBuffer<float>(m.rows, false);
   for (uint32_t r = 0; r < m.rows; ++r) p.scales.data()[r] = f16_bits_to_float(m.scales[r]);
   return p;
@@ -61,7 +66,8 @@ const AqlmGemvKernels& best_aqlm_gemv_kernels() {
 Status gemm_aqlm(const AqlmGemvKernels& k, const AqlmPanels& w, const float* x, uint32_t batch, float* y,
                  ThreadPool* pool) {
   if (k.rows == nullptr) return invalid_argument("gemm_aqlm: empty kernel table");
-  if (w.rows == 0 || w.cols == 0 || w.codes.size() != code_count(w.rows, w.cols, w.shape) ||
+  if (w.rows == 0 || w.cols == 0 || (w.code_bytes != 1 && w.code_bytes != 2) ||
+      w.codes.size() != code_count(w.rows, w.cols, w.shape) * w.code_bytes ||
       w.codebooks.size() != codebook_floats(w.shape) || w.scales.size() != w.rows)
     return invalid_argument("gemm_aqlm: empty or unpacked matrix");
   if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument("gemm_aqlm: batch out of range");

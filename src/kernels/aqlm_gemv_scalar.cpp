@@ -9,7 +9,10 @@
 
 namespace submoe::kernels::detail {
 
-void aqlm_rows_scalar(const AqlmArgs& a, uint32_t row_begin, uint32_t row_end) {
+namespace {
+
+template <typename C>
+void rows_of(const AqlmArgs& a, uint32_t row_begin, uint32_t row_end) {
   constexpr uint32_t kD = aqlm::kDim;
   const AqlmPanels& w = *a.w;
   const uint32_t m = w.shape.codebooks, groups = w.groups();
@@ -18,7 +21,7 @@ void aqlm_rows_scalar(const AqlmArgs& a, uint32_t row_begin, uint32_t row_end) {
   float acc[kMaxKernelBatch];
   for (uint32_t r = row_begin; r < row_end; ++r) {
     std::fill(acc, acc + a.batch, 0.0f);
-    const uint16_t* codes = w.codes.data() + size_t{r} * groups * m;
+    const C* codes = w.codes_as<C>() + size_t{r} * groups * m;
     for (uint32_t g = 0; g < groups; ++g) {
       float sum[kD] = {};
       for (uint32_t k = 0; k < m; ++k) {
@@ -34,6 +37,13 @@ void aqlm_rows_scalar(const AqlmArgs& a, uint32_t row_begin, uint32_t row_end) {
     }
     for (uint32_t t = 0; t < a.batch; ++t) a.y[t * a.y_stride + r] = w.scales.data()[r] * acc[t];
   }
+}
+
+}  // namespace
+
+void aqlm_rows_scalar(const AqlmArgs& a, uint32_t row_begin, uint32_t row_end) {
+  if (a.w->code_bytes == 1) return rows_of<uint8_t>(a, row_begin, row_end);
+  rows_of<uint16_t>(a, row_begin, row_end);
 }
 
 }  // namespace submoe::kernels::detail

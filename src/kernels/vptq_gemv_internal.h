@@ -59,8 +59,8 @@ inline void for_tiles_halving(uint32_t j, uint32_t end, Tile tile) {
 // of a (u16 fields) in book plus, with a residual stage, entry k of b in rbook.
 template <bool kResidual>
 inline __m256 centroid(const float* book, const float* rbook, uint64_t a, uint64_t b, uint32_t k) {
-  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset(a, k)));
-  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset(b, k))));
+  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset<uint16_t>(a, k)));
+  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset<uint16_t>(b, k))));
   return v;
 }
 #endif

@@ -80,7 +80,7 @@ void expect_matches(const std::vector<float>& y, const Expected& e, uint32_t col
     ASSERT_NEAR(y[i], e.y[i], testing::summation_bound(cols + 1, e.magnitude[i])) << what << " output " << i;
 }
 
-const aqlm::Shape kShapes[] = {{2, 8}, {1, 16}, {3, 5}, {1, 4}, {4, 8}, {8, 2}};
+const aqlm::Shape kShapes[] = {{2, 8}, {1, 16}, {3, 5}, {1, 4}, {4, 8}, {8, 2}, {2, 10}};
 
 TEST(AqlmGemv, MatchesTheReferenceDecoderOnEveryIsa) {
   std::mt19937 rng(7);

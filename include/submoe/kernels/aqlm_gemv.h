@@ -31,11 +31,18 @@ struct AqlmPanels {
   aqlm::Shape shape;
   // f32 [M, 2^B, 8], 64-byte aligned.
   AlignedBuffer<float> codebooks;
-  // [rows, cols/8, M] indices, widened to u16 whatever the stored width.
-  AlignedBuffer<uint16_t> codes;
+  // [rows, cols/8, M] indices, one byte each when B <= 8 (2x8 streams half
+  // the bytes of u16 indices), else u16; code_bytes says which.
+  AlignedBuffer<uint8_t> codes;
+  uint32_t code_bytes = 0;
   AlignedBuffer<float> scales;  // f32 of the f16 row scales
   static Result<AqlmPanels> pack(const aqlm::AqlmMatrix& m);
   uint32_t groups() const { return cols / aqlm::kDim; }
+  size_t index_count() const { return size_t{rows} * groups() * shape.codebooks; }
+  template <typename C>
+  const C* codes_as() const {
+    return reinterpret_cast<const C*>(codes.data());
+  }
 };
 
 struct AqlmArgs {
