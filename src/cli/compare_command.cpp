@@ -36,6 +36,8 @@ struct CompareOptions {
   uint32_t group_size = 128;  // given to every representation that takes one (0: none)
   size_t samples = 0, seq_len = 0, ctx = 256, max_tokens = 0;  // 0: compress's own defaults
   uint32_t bench_iters = 20;
+  double bench_llc_factor = 2;      // bench gemv's --llc-factor and --min-matrices defaults
+  uint32_t bench_min_matrices = 64;
   bool no_bench = false;
   bool overwrite = false;
   int threads = 0;
@@ -135,7 +137,8 @@ class Comparison {
     for (uint32_t batch : {1u, 8u}) {
       std::vector<std::string> b = {self_, "bench", "gemv", "--shape", std::to_string(rows_) + "x" + std::to_string(cols_),
                                     "--batch", std::to_string(batch), "--iters", std::to_string(o_.bench_iters),
-                                    "--threads", "1", "--json"};
+                                    "--threads", "1", "--llc-factor", std::to_string(o_.bench_llc_factor),
+                                    "--min-matrices", std::to_string(o_.bench_min_matrices), "--json"};
       b.insert(b.end(), bench_repr.begin(), bench_repr.end());
       SUBMOE_ASSIGN_OR_RETURN(nlohmann::json j, run_json(b, "bench gemv"));
       const double us = bench_repr.empty() ? number(j, "dense_bf16_us") : number(j, "compressed_us");
@@ -352,6 +355,12 @@ void setup(CLI::App& root) {
   cmd->add_option("--ctx", o->ctx, "eval context")->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "eval at most this many tokens (0 = the whole text)")->capture_default_str();
   cmd->add_option("--bench-iters", o->bench_iters, "rounds of bench gemv per kernel")->capture_default_str()->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--bench-llc-factor", o->bench_llc_factor,
+                  "bench gemv's working set: at least this many times the last-level cache, so weights stream\n"
+                  "from DRAM as an MoE layer's experts do (below 1 they come from cache: a quick check only)")
+      ->capture_default_str()->check(CLI::Range(0.0, 64.0));
+  cmd->add_option("--bench-min-matrices", o->bench_min_matrices, "bench gemv's working set: at least this many distinct matrices")
+      ->capture_default_str()->check(CLI::Range(1u, 100000u));
   cmd->add_flag("--no-bench", o->no_bench, "skip the kernel timings");
   cmd->add_flag("--overwrite", o->overwrite, "measure every row again (else rows saved in OUT/rows/ are reused)");
   cmd->add_option("--threads", o->threads, "worker threads of each step; 0 = all hardware threads")

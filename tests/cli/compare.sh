@@ -15,7 +15,7 @@ fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 args=(--model "$src/models/default-moe" --calib "$src/data/calib-train-excerpt.txt"
   --text "$src/data/heldout-war-and-peace.txt" --out "$work/c" --samples 2 --seq-len 32
-  --max-tokens 256 --ctx 64 --bench-iters 2 --threads 2)
+  --max-tokens 256 --ctx 64 --bench-iters 2 --bench-llc-factor 0.1 --bench-min-matrices 4 --threads 2)
 rc=0; out=$("$bin" compare "${args[@]}" --method rtn --reprs int,e8p,ternary_dict --bits 2 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compare: $rc: $out"
 for f in compare.md compare.json compare.svg rows/source.json rows/e8p-2.json artifacts/e8p-2/model.safetensors; do

@@ -92,7 +92,7 @@ for fx in deepseek_v3 deepseek_v3_plain_q; do check_greedy_ids "$bin" "$src/test
 printf 'The quick brown fox jumps over the lazy dog. A second sentence follows it here. And a third one ends it.\n' >"$work/calib.txt"
 fx="$src/tests/fixtures/deepseek_v3"
 base=$("$bin" eval --model "$fx" --text "$work/calib.txt" --ctx 16 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])')
-for repr in "ternary_dict" "rvq --bits 2"; do
+for repr in "ternary_dict" "rvq --bits 2 --repr-opt train_vectors=4096 --repr-opt iters=3"; do
   name=${repr%% *}
   rc=0; out=$("$bin" compress --model "$fx" --calib "$work/calib.txt" --out "$work/ds-$name" --samples 2 --seq-len 16 \
     --repr $repr 2>&1) || rc=$?

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e8p through the binary on the embedded default model: compress --repr e8p
-# (QuIP#'s E8P at 2 bits, GPTQ = BlockLDLQ, 4 candidates under the block metric) writes a verified artifact whose
+# (QuIP#'s E8P at 2 bits, GPTQ = BlockLDLQ, 2 candidates under the block metric) writes a verified artifact whose
 # inspect names the code, its contract and 2.06 bits per weight; eval's fused
 # kernels agree with the reference decoder, paging gives the same nll, the
 # int8-activation kernels land within 0.01 nats; held-out nll within 0.03
@@ -23,7 +23,7 @@ nll_of() { "$bin" eval --model "$1" --text "$text" --ctx 128 --max-tokens 1024 "
            python3 -c 'import json,sys; print(json.load(sys.stdin)["nll"])'; }
 
 rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e2" --samples 2 --seq-len 32 \
-  --repr e8p --repr-opt candidates=4 --quiet 2>&1) || rc=$?
+  --repr e8p --repr-opt candidates=2 --quiet 2>&1) || rc=$?
 [ "$rc" -eq 0 ] || fail "compress --repr e8p: $rc: $out"
 info=$("$bin" inspect "$work/e2" --verify --no-tensors 2>&1) || fail "inspect --verify: $info"
 for want in "e8p (2 bits: E8P, d 8, rht), gptq, grid e8p2" "= 2.064 bits/weight" \
@@ -43,7 +43,7 @@ else fail "e8p nll '$nll' against bf16 '$base'"; fi
 
 for bits in 3; do  # 4 bits: the representation and kernel tests (a compress costs ~1.5 min under ASan)
   rc=0; out=$("$bin" compress --model "$model" --calib "$calib" --out "$work/e$bits" --samples 2 --seq-len 32 \
-    --repr e8p --bits $bits --method rtn --quiet 2>&1) || rc=$?
+    --repr e8p --bits $bits --method rtn --repr-opt candidates=1 --quiet 2>&1) || rc=$?
   [ "$rc" -eq 0 ] || fail "compress e8p $bits-bit rtn: $rc: $out"
   rc=0; out=$("$bin" run --model "$work/e$bits" --prompt "The old prince said" -n 8 --ignore-eos --expert-cache-mb 0.5 --json 2>&1) || rc=$?
   grep -q '"hit_rate"' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   paged run of the $bits-bit artifact" || fail "run $bits: $rc: $out"
@@ -51,7 +51,7 @@ done
 rc=0; out=$("$bin" trace record --model "$work/e3" --text "$calib" --max-tokens 256 --out "$work/t.trace" 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && echo "ok   trace record on the e8p artifact" || fail "trace: $rc: $out"
 
-rc=0; out=$("$bin" bench gemv --repr e8p --bits 4 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
+rc=0; out=$("$bin" bench gemv --repr e8p --bits 4 --shape 64x512 --iters 3 --llc-factor 0.1 --min-matrices 4 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *4\.' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr e8p --bits 4" || fail "bench: $rc: $out"
 
 # A record naming another table (its CRC-32 differs from the rebuilt one): refused by key, nothing run.

@@ -47,7 +47,7 @@ rc=0; out=$("$bin" trace record --model "$work/mx" --text "$work/calib.txt" --ou
   echo "ok   trace record on the mxfp4 artifact" || fail "trace: $rc: $out"
 
 base=$("$bin" eval --model "$fp" --text "$work/calib.txt" --ctx 16 --json 2>/dev/null | nll_of)
-for repr in "ternary_dict" "rvq --bits 2"; do
+for repr in "ternary_dict" "rvq --bits 2 --repr-opt train_vectors=4096 --repr-opt iters=3"; do
   name=${repr%% *}
   rc=0; out=$("$bin" compress --model "$fp" --calib "$work/calib.txt" --out "$work/fp-$name" --samples 2 --seq-len 16 \
     --repr $repr 2>&1) || rc=$?

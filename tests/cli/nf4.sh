@@ -45,7 +45,7 @@ grep -q '"hit_rate"' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   paged run of the
 rc=0; out=$("$bin" trace record --model "$work/fp16" --text "$calib" --max-tokens 256 --out "$work/t.trace" 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && echo "ok   trace record on the nf4 artifact" || fail "trace: $rc: $out"
 
-rc=0; out=$("$bin" bench gemv --repr nf4 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
+rc=0; out=$("$bin" bench gemv --repr nf4 --shape 64x512 --iters 3 --llc-factor 0.1 --min-matrices 4 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *4.12' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr nf4" || fail "bench: $rc: $out"
 
 expect_error() { expect_compress_error "$bin" "$model" "$calib" "$work" "$@" || fails=$((fails + 1)); }

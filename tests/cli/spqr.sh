@@ -71,7 +71,7 @@ assert s and all(0.005 < l["density"] < 0.02 for l in s), s
 ' && grep -q '"outlier_budget": 0.01' "$work/sb/submoe_manifest.json" &&
   echo "ok   outlier_budget=0.01: realized share within a factor 2, recorded" || fail "outlier_budget share or provenance"
 
-rc=0; out=$("$bin" bench gemv --repr spqr --bits 3 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
+rc=0; out=$("$bin" bench gemv --repr spqr --bits 3 --shape 64x512 --iters 3 --llc-factor 0.1 --min-matrices 4 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *[34]\.' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr spqr" || fail "bench: $rc: $out"
 
 expect_error() { expect_compress_error "$bin" "$model" "$calib" "$work" "$@" || fails=$((fails + 1)); }

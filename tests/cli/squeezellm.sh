@@ -47,7 +47,7 @@ grep -q '"hit_rate"' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   paged run of the
 rc=0; out=$("$bin" trace record --model "$work/sq4" --text "$calib" --max-tokens 256 --out "$work/t.trace" 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && echo "ok   trace record on the squeezellm artifact" || fail "trace: $rc: $out"
 
-rc=0; out=$("$bin" bench gemv --repr squeezellm --bits 3 --repr-opt outliers=0.01 --shape 64x512 --iters 3 --json 2>&1) || rc=$?
+rc=0; out=$("$bin" bench gemv --repr squeezellm --bits 3 --repr-opt outliers=0.01 --shape 64x512 --iters 3 --llc-factor 0.1 --min-matrices 4 --json 2>&1) || rc=$?
 grep -q '"bits_per_weight": *3\.' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   bench gemv --repr squeezellm" || fail "bench: $rc: $out"
 
 expect_error() { expect_compress_error "$bin" "$model" "$calib" "$work" "$@" || fails=$((fails + 1)); }
