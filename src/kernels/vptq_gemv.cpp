@@ -22,12 +22,13 @@ const VptqGemvKernels kAvx512{Isa::kAvx512, &detail::vptq_rows_avx512};
 
 // Whether the fields of m (a VptqMatrix or a VptqPanels) have the sizes its
 // shape needs, with an outlier codebook or without.
+// index_width: 1 for a VptqMatrix (element counts), the panels' index_bytes for them.
 template <typename M>
-bool sizes_match(const M& m, bool outliers) {
+bool sizes_match(const M& m, bool outliers, size_t index_width) {
   const size_t n = size_t{m.cols} * (m.rows / vptq::kDim), book = size_t{m.shape.entries()} * vptq::kDim;
   return m.codebook.size() == book && m.residual_codebook.size() == size_t{m.shape.residual_entries()} * vptq::kDim &&
-         m.outlier_codebook.size() == (outliers ? book : 0) && m.indices.size() == n &&
-         m.residual_indices.size() == (m.shape.residual_bits ? n : 0) && m.scales.size() == m.cols;
+         m.outlier_codebook.size() == (outliers ? book : 0) && m.indices.size() == n * index_width &&
+         m.residual_indices.size() == (m.shape.residual_bits ? n * index_width : 0) && m.scales.size() == m.cols;
 }
 
 // The first element of v at or above `limit` as "<name> <position> is <value>", or "".
@@ -45,13 +46,15 @@ AlignedBuffer<float> widen(const std::vector<uint16_t>& f16) {
 }
 
 // [cols, rows/8] indices (or none) in the panels' order (VptqPanels).
-AlignedBuffer<uint16_t> to_panels(const std::vector<uint16_t>& v, const VptqPanels& p) {
-  AlignedBuffer<uint16_t> out(v.size(), false);
+// C: the panels' index type (each index is below 2^B, which C holds).
+template <typename C>
+AlignedBuffer<uint8_t> to_panels(const std::vector<uint16_t>& v, const VptqPanels& p) {
+  AlignedBuffer<uint8_t> out(v.size() * sizeof(C), false);
   if (v.empty()) return out;
   const uint32_t vpc = p.vectors_per_column();
   for (uint32_t j0 = 0; j0 < vpc; j0 += VptqPanels::kPanelVectors) {
     const uint32_t width = p.panel_width(j0);
-    uint16_t* panel = out.data() + p.index_offset(j0);
+    C* panel = reinterpret_cast<C*>(out.data()) + p.index_offset(j0);
     for (uint32_t q = 0; q < p.cols; ++q)
       std::copy_n(v.data() + size_t{q} * vpc + j0, width, panel + size_t{q} * width);
   }
@@ -64,7 +67,7 @@ Result<VptqPanels> VptqPanels::pack(const vptq::VptqMatrix& m) {
   SUBMOE_RETURN_IF_ERROR(vptq::check_matrix_shape(m.rows, m.cols));
   const std::string what = "VptqPanels::pack: " + m.shape.name() + " [" + std::to_string(m.rows) + ", " +
                            std::to_string(m.cols) + "]: ";
-  if (!sizes_match(m, !m.outlier_columns.empty()))
+  if (!sizes_match(m, !m.outlier_columns.empty(), 1))
     return invalid_argument(what + "field sizes do not match the shape (residual fields need Br > 0, the outlier "
                                    "codebook outlier columns)");
   // The kernels index the codebooks and the column flags unchecked: a matrix
@@ -80,8 +83,10 @@ Result<VptqPanels> VptqPanels::pack(const vptq::VptqMatrix& m) {
   p.codebook = widen(m.codebook);
   p.residual_codebook = widen(m.residual_codebook);
   p.outlier_codebook = widen(m.outlier_codebook);
-  p.indices = to_panels(m.indices, p);
-  p.residual_indices = to_panels(m.residual_indices, p);
+  p.index_bytes = std::max(m.shape.bits, m.shape.residual_bits) <= 8 ? 1 : 2;
+  const auto panels = p.index_bytes == 1 ? &to_panels<uint8_t> : &to_panels<uint16_t>;
+  p.indices = panels(m.indices, p);
+  p.residual_indices = panels(m.residual_indices, p);
   p.outlier = AlignedBuffer<uint8_t>(m.cols, true);
   for (uint32_t q : m.outlier_columns) p.outlier.data()[q] = 1;
   p.scales = widen(m.scales);
@@ -99,7 +104,8 @@ Status gemm_vptq(const VptqGemvKernels& k, const VptqPanels& w, const float* x, 
                  ThreadPool* pool) {
   if (k.rows == nullptr) return invalid_argument("gemm_vptq: empty kernel table");
   if (!vptq::check_shape(w.shape).is_ok() || !vptq::check_matrix_shape(w.rows, w.cols).is_ok() ||
-      !sizes_match(w, !w.outlier_codebook.empty()) || w.outlier.size() != w.cols)
+      (w.index_bytes != 1 && w.index_bytes != 2) || !sizes_match(w, !w.outlier_codebook.empty(), w.index_bytes) ||
+      w.outlier.size() != w.cols)
     return invalid_argument("gemm_vptq: empty or unpacked matrix");
   if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument("gemm_vptq: batch out of range");
   if (x == nullptr || y == nullptr) return invalid_argument("gemm_vptq: null pointer");

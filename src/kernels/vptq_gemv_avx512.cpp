@@ -27,7 +27,7 @@ constexpr uint32_t kMaxTileTokens = 6;
 
 // Vector rows j0 .. j0 + R - 1 (R even, or 1; within one panel) for tokens
 // t0 .. t0 + T - 1.
-template <bool kResidual, uint32_t R, uint32_t T>
+template <bool kResidual, typename C, uint32_t R, uint32_t T>
 void tile(const VptqArgs& a, uint32_t j0, uint32_t t0) {
   constexpr uint32_t kPairs = (R + 1) / 2;
   constexpr uint32_t kGroup = R < 4 ? R : 4;  // indices per 64-bit load
@@ -35,8 +35,8 @@ void tile(const VptqArgs& a, uint32_t j0, uint32_t t0) {
   const uint32_t cols = w.cols;
   const size_t width = w.panel_width(j0);
   const float *cb = w.codebook.data(), *ocb = w.outlier_codebook.data(), *rcb = w.residual_codebook.data();
-  const uint16_t* ia = w.indices.data() + w.index_offset(j0);
-  const uint16_t* ib = kResidual ? w.residual_indices.data() + w.index_offset(j0) : nullptr;
+  const C* ia = w.indices_as<C>() + w.index_offset(j0);
+  const C* ib = kResidual ? w.residual_indices_as<C>() + w.index_offset(j0) : nullptr;
   const float* x = a.x + size_t{t0} * cols;
   __m512 acc[kPairs][T];
   for (uint32_t p = 0; p < kPairs; ++p)
@@ -55,9 +55,9 @@ void tile(const VptqArgs& a, uint32_t j0, uint32_t t0) {
       uint64_t vb = 0;
       if constexpr (kResidual) vb = load_codes(ib + at + g, kGroup);
       for (uint32_t k = 0; k < kGroup; k += 2) {
-        const __m256 lo = centroid<kResidual>(book, rcb, va, vb, k);
+        const __m256 lo = centroid<kResidual, C>(book, rcb, va, vb, k);
         const __m512 v = k + 1 < kGroup ? _mm512_insertf32x8(_mm512_castps256_ps512(lo),
-                                                             centroid<kResidual>(book, rcb, va, vb, k + 1), 1)
+                                                             centroid<kResidual, C>(book, rcb, va, vb, k + 1), 1)
                                         : _mm512_zextps256_ps512(lo);
         for (uint32_t t = 0; t < T; ++t) acc[(g + k) / 2][t] = _mm512_fmadd_ps(u[t], v, acc[(g + k) / 2][t]);
       }
@@ -74,42 +74,45 @@ void tile(const VptqArgs& a, uint32_t j0, uint32_t t0) {
 }
 
 // Vector rows [j0, j_end) in tiles of R for tokens t0 .. t0 + T - 1.
-template <bool kResidual, uint32_t R, uint32_t T>
+template <bool kResidual, typename C, uint32_t R, uint32_t T>
 void tiles(const VptqArgs& a, uint32_t j0, uint32_t j_end, uint32_t t0) {
-  for_tiles_halving<R>(j0, j_end, [&](auto r, uint32_t j) { tile<kResidual, decltype(r)::value, T>(a, j, t0); });
+  for_tiles_halving<R>(j0, j_end, [&](auto r, uint32_t j) { tile<kResidual, C, decltype(r)::value, T>(a, j, t0); });
 }
 
 // Tokens t0 .. t0 + size - 1 of one block.
-template <bool kResidual>
+template <bool kResidual, typename C>
 void block_of(const VptqArgs& a, uint32_t j0, uint32_t j_end, uint32_t t0, uint32_t size) {
   switch (size) {
     case 1:
-      return tiles<kResidual, 32, 1>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 32, 1>(a, j0, j_end, t0);
     case 2:
-      return tiles<kResidual, 16, 2>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 16, 2>(a, j0, j_end, t0);
     case 3:
-      return tiles<kResidual, 16, 3>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 16, 3>(a, j0, j_end, t0);
     case 4:
-      return tiles<kResidual, 8, 4>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 8, 4>(a, j0, j_end, t0);
     case 5:
-      return tiles<kResidual, 8, 5>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 8, 5>(a, j0, j_end, t0);
     default:
-      return tiles<kResidual, 8, 6>(a, j0, j_end, t0);
+      return tiles<kResidual, C, 8, 6>(a, j0, j_end, t0);
   }
 }
 
-template <bool kResidual>
+template <bool kResidual, typename C>
 void rows_of(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_end) {
   for_panel_blocks_and_token_tiles<kBlockVectors>(
       vector_begin, vector_end, a.batch, kMaxTileTokens,
-      [&](uint32_t j0, uint32_t j_end, uint32_t t0, uint32_t size) { block_of<kResidual>(a, j0, j_end, t0, size); });
+      [&](uint32_t j0, uint32_t j_end, uint32_t t0, uint32_t size) { block_of<kResidual, C>(a, j0, j_end, t0, size); });
 }
 
 }  // namespace
 
 void vptq_rows_avx512(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_end) {
-  if (a.w->shape.residual_bits != 0) return rows_of<true>(a, vector_begin, vector_end);
-  rows_of<false>(a, vector_begin, vector_end);
+  const bool residual = a.w->shape.residual_bits != 0, bytes = a.w->index_bytes == 1;
+  if (residual) return bytes ? rows_of<true, uint8_t>(a, vector_begin, vector_end)
+                             : rows_of<true, uint16_t>(a, vector_begin, vector_end);
+  if (bytes) return rows_of<false, uint8_t>(a, vector_begin, vector_end);
+  rows_of<false, uint16_t>(a, vector_begin, vector_end);
 }
 
 }  // namespace submoe::kernels::detail

@@ -4,10 +4,10 @@
 // Every vector's arithmetic is the same whichever tile computes it, so results
 // do not depend on how the rows are split across threads.
 //
-// The index decode (four u16 indices per 64-bit load, each turned into a byte
+// The index decode (four u8 or u16 indices per load, each turned into a byte
 // offset into a codebook of 32-byte entries) and the split of a block into
 // token tiles are AQLM's (aqlm_gemv_internal.h): both families look up 8-float
-// centroids by u16 index and amortize a decode over a tile of tokens.
+// centroids by index and amortize a decode over a tile of tokens.
 #pragma once
 
 #include <algorithm>
@@ -56,11 +56,11 @@ inline void for_tiles_halving(uint32_t j, uint32_t end, Tile tile) {
 
 #ifdef __AVX2__
 // Vector k of a group of 4 (the AVX2 and AVX-512 translation units): entry k
-// of a (u16 fields) in book plus, with a residual stage, entry k of b in rbook.
-template <bool kResidual>
+// of a (fields of type C) in book plus, with a residual stage, entry k of b in rbook.
+template <bool kResidual, typename C>
 inline __m256 centroid(const float* book, const float* rbook, uint64_t a, uint64_t b, uint32_t k) {
-  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset<uint16_t>(a, k)));
-  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset<uint16_t>(b, k))));
+  const __m256 v = _mm256_load_ps(entry_at(book, entry_offset<C>(a, k)));
+  if constexpr (kResidual) return _mm256_add_ps(v, _mm256_load_ps(entry_at(rbook, entry_offset<C>(b, k))));
   return v;
 }
 #endif

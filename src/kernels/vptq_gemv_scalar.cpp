@@ -9,7 +9,10 @@
 
 namespace submoe::kernels::detail {
 
-void vptq_rows_scalar(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_end) {
+namespace {
+
+template <typename C>
+void rows_of(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_end) {
   constexpr uint32_t kD = vptq::kDim;
   const VptqPanels& w = *a.w;
   const bool residual = w.shape.residual_bits != 0;
@@ -21,11 +24,11 @@ void vptq_rows_scalar(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_
     for (uint32_t q = 0; q < w.cols; ++q) {
       const size_t at = offset + q * width;
       const float* c = (w.outlier.data()[q] ? w.outlier_codebook.data() : w.codebook.data()) +
-                       size_t{w.indices.data()[at]} * kD;
+                       size_t{w.indices_as<C>()[at]} * kD;
       float v[kD];
       for (uint32_t i = 0; i < kD; ++i) v[i] = c[i];
       if (residual) {
-        const float* r = w.residual_codebook.data() + size_t{w.residual_indices.data()[at]} * kD;
+        const float* r = w.residual_codebook.data() + size_t{w.residual_indices_as<C>()[at]} * kD;
         for (uint32_t i = 0; i < kD; ++i) v[i] += r[i];
       }
       for (uint32_t t = 0; t < a.batch; ++t) {
@@ -36,6 +39,13 @@ void vptq_rows_scalar(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_
     for (uint32_t t = 0; t < a.batch; ++t)
       for (uint32_t i = 0; i < kD; ++i) a.y[t * a.y_stride + size_t{j} * kD + i] = acc[t][i];
   }
+}
+
+}  // namespace
+
+void vptq_rows_scalar(const VptqArgs& a, uint32_t vector_begin, uint32_t vector_end) {
+  if (a.w->index_bytes == 1) return rows_of<uint8_t>(a, vector_begin, vector_end);
+  rows_of<uint16_t>(a, vector_begin, vector_end);
 }
 
 }  // namespace submoe::kernels::detail

@@ -45,12 +45,24 @@ struct VptqPanels {
   AlignedBuffer<float> codebook;           // f32 [2^B, 8]
   AlignedBuffer<float> residual_codebook;  // f32 [2^Br, 8] (empty without a residual stage)
   AlignedBuffer<float> outlier_codebook;   // f32 [2^B, 8] (empty without outliers)
-  AlignedBuffer<uint16_t> indices;           // panels of [cols, width], cols x rows/8 in all
-  AlignedBuffer<uint16_t> residual_indices;  // likewise, or empty
+  // Panels of [cols, width] indices, cols x rows/8 in all, one byte each when
+  // B and Br are at most 8 (8+8 streams half the bytes of u16), else u16;
+  // index_bytes says which.
+  AlignedBuffer<uint8_t> indices;
+  AlignedBuffer<uint8_t> residual_indices;  // likewise, or empty
+  uint32_t index_bytes = 0;
   AlignedBuffer<uint8_t> outlier;            // [cols]: 1 where the column uses the outlier codebook
   AlignedBuffer<float> scales;               // [cols], f32 of the f16 column scales
   static Result<VptqPanels> pack(const vptq::VptqMatrix& m);
   uint32_t vectors_per_column() const { return rows / vptq::kDim; }
+  template <typename C>
+  const C* indices_as() const {
+    return reinterpret_cast<const C*>(indices.data());
+  }
+  template <typename C>
+  const C* residual_indices_as() const {
+    return reinterpret_cast<const C*>(residual_indices.data());
+  }
   // Where vector row j's index of column 0 is; column q's is q x panel_width(j) further.
   size_t index_offset(uint32_t j) const {
     return size_t{j / kPanelVectors} * kPanelVectors * cols + j % kPanelVectors;
