@@ -57,4 +57,5 @@ expect "--bits: 'x' is not a rate" --reprs int --bits 2,x
 expect "'shape' is not KEY=VALUE" --reprs aqlm:shape
 expect "--method must be gptq or rtn" --reprs int --method best
 expect "Could not convert: --group-size = abc" --reprs int --group-size abc
+expect "--bench-llc-factor: Value -1 not in range" --reprs int --bench-llc-factor -1
 [ "$fails" -eq 0 ] || exit 1
