@@ -38,7 +38,6 @@ struct AqlmPanels {
   AlignedBuffer<float> scales;  // f32 of the f16 row scales
   static Result<AqlmPanels> pack(const aqlm::AqlmMatrix& m);
   uint32_t groups() const { return cols / aqlm::kDim; }
-  size_t index_count() const { return size_t{rows} * groups() * shape.codebooks; }
   template <typename C>
   const C* codes_as() const {
     return reinterpret_cast<const C*>(codes.data());
