@@ -175,9 +175,8 @@ class Builder {
 
 Result<TinyCheckpoint> write_tiny_checkpoint(const TinySpec& s) {
   TinyCheckpoint ck;
-  std::string tmpl = (std::filesystem::temp_directory_path() / "submoe-model-test-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) return io_error("mkdtemp failed");
-  ck.dir = tmpl;
+  ck.owner = std::make_shared<const submoe::testing::TempDir>();
+  ck.dir = ck.owner->path();
   ck.config = make_config(s);
   Builder b(s, &ck);
   const int H = s.hidden, D = s.head_dim, nH = s.heads, nKV = s.kv_heads;

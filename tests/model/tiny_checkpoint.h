@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "submoe/core/status.h"
 #include "submoe/io/safetensors.h"
+#include "temp_dir.h"
 
 namespace submoe::model::testing {
 
@@ -36,7 +38,8 @@ struct TinySpec {
 };
 
 struct TinyCheckpoint {
-  std::string dir;
+  std::string dir;  // owned by `owner`: removed with the last copy of the checkpoint
+  std::shared_ptr<const submoe::testing::TempDir> owner;
   nlohmann::json config;
   // Every tensor as float64 (bf16-rounded when spec.bf16), by hub name.
   std::map<std::string, std::vector<double>> tensors;
