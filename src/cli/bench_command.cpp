@@ -334,6 +334,7 @@ void setup_bench(CLI::App& root) {
   bench->require_subcommand(1);
   setup_gemv(*bench);
   setup_bench_serve(*bench);
+  setup_bench_layer(*bench);
 }
 
 }  // namespace

@@ -12,16 +12,15 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/repr_entries.h"
 #include "cli/subprocess.h"
 #include "submoe/eval/compare_report.h"
 #include "submoe/io/file_util.h"
 #include "submoe/io/hf_config.h"
-#include "submoe/runtime/representation.h"
 
 namespace submoe::cli {
 namespace {
@@ -42,15 +41,6 @@ struct CompareOptions {
   bool overwrite = false;
   int threads = 0;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // The last non-empty line of a child's stderr (its error message).
 std::string last_line(const std::string& s) {
@@ -81,30 +71,6 @@ uint64_t directory_bytes(const fs::path& dir) {
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-// One --reprs entry: a registry name, optionally with its own options,
-// "aqlm:shape=3x5:beam=8" (each KEY=VALUE goes to --repr-opt).
-struct ReprEntry {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> options;
-};
-
-Result<ReprEntry> parse_entry(const std::string& text) {
-  ReprEntry e;
-  size_t at = text.find(':');
-  e.name = text.substr(0, at);
-  while (at != std::string::npos) {
-    const size_t next = text.find(':', at + 1);
-    const std::string kv = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
-      return invalid_argument("--reprs entry '" + text + "': '" + kv + "' is not KEY=VALUE");
-    e.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    at = next;
-  }
-  SUBMOE_RETURN_IF_ERROR(runtime::find_representation(e.name).status().with_context("--reprs"));
-  return e;
 }
 
 // A file name for a row label ("aqlm:shape=3x5-0" -> "aqlm_shape-3x5-0").
@@ -166,8 +132,8 @@ class Comparison {
     eval::CompareRow row;
     row.repr = entry;
     row.requested_bits = bits;
-    const fs::path art = fs::path(o_.out) / "artifacts" / file_label(entry + "-" + fmt_bits(bits));
-    auto parsed = parse_entry(entry);  // checked before the first row
+    const fs::path art = fs::path(o_.out) / "artifacts" / file_label(entry + "-" + format_bits(bits));
+    auto parsed = parse_repr_entry(entry);  // checked before the first row
     const ReprEntry e = parsed.is_ok() ? *parsed : ReprEntry{entry, {}};
     const std::string& repr = e.name;
     std::vector<std::string> c = {self_, "compress", "--model", o_.model, "--calib", o_.calib, "--out", art.string(),
@@ -181,10 +147,10 @@ class Comparison {
       bench.insert(bench.end(), {"--repr-opt", k + "=" + v});
     }
     if (bits > 0) {
-      c.insert(c.end(), {"--bits", fmt_bits(bits)});
-      bench.insert(bench.end(), {"--bits", fmt_bits(bits)});
+      c.insert(c.end(), {"--bits", format_bits(bits)});
+      bench.insert(bench.end(), {"--bits", format_bits(bits)});
     }
-    if (takes_group_size(e, bits)) {
+    if (takes_group_size(e, bits, o_.group_size)) {
       c.insert(c.end(), {"--group-size", std::to_string(o_.group_size)});
       bench.insert(bench.end(), {"--group-size", std::to_string(o_.group_size)});
     }
@@ -200,23 +166,6 @@ class Comparison {
     const Status st = measure(art.string(), bench, &row);
     if (!st.is_ok()) row.error = st.message();
     return row;
-  }
-
-  // Whether the registry accepts --group-size at this rate for `repr` (its
-  // own options decide; the representation is not named here).
-  bool takes_group_size(const ReprEntry& e, double bits) const {
-    if (o_.group_size == 0) return false;
-    runtime::ReprOptions ro{e.name};
-    ro.extra = e.options;
-    if (bits > 0) ro.bits = bits;
-    ro.group_size = o_.group_size;
-    return runtime::make_codec(ro).is_ok();
-  }
-
-  static std::string fmt_bits(double b) {
-    std::ostringstream s;
-    s << b;
-    return s.str();
   }
 
  private:
@@ -256,17 +205,8 @@ std::optional<eval::CompareRow> row_from_json(const nlohmann::json& j) {
 
 Status run_compare(const CompareOptions& o) {
   if (o.method != "gptq" && o.method != "rtn") return invalid_argument("--method must be gptq or rtn, got '" + o.method + "'");
-  const std::vector<std::string> reprs = split(o.reprs);
-  if (reprs.empty()) return invalid_argument("--reprs names no representation");
-  for (const std::string& r : reprs) SUBMOE_RETURN_IF_ERROR(parse_entry(r).status());
-  std::vector<double> bits;
-  for (const std::string& b : split(o.bits)) {
-    char* end = nullptr;
-    const double v = std::strtod(b.c_str(), &end);
-    if (end != b.c_str() + b.size() || !(v > 0 && v <= 16)) return invalid_argument("--bits: '" + b + "' is not a rate in (0, 16]");
-    bits.push_back(v);
-  }
-  if (bits.empty()) bits.push_back(0);  // each representation's default rate
+  SUBMOE_ASSIGN_OR_RETURN(const std::vector<std::string> reprs, parse_repr_list(o.reprs));
+  SUBMOE_ASSIGN_OR_RETURN(const std::vector<double> bits, parse_bits_list(o.bits));  // {0}: each one's default rate
   for (const std::string* f : {&o.calib, &o.text})
     if (!fs::is_regular_file(*f)) return not_found(*f + ": no such file");
   SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig cfg, io::load_hf_config((fs::path(o.model) / "config.json").string()));
@@ -292,7 +232,7 @@ Status run_compare(const CompareOptions& o) {
     for (double b : bits) items.push_back({r, b});
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
-    const std::string label = it.repr == "source" ? "source" : it.repr + "-" + Comparison::fmt_bits(it.bits);
+    const std::string label = it.repr == "source" ? "source" : it.repr + "-" + format_bits(it.bits);
     const fs::path saved = fs::path(o.out) / "rows" / (file_label(label) + ".json");
     std::optional<eval::CompareRow> row;
     if (!o.overwrite && fs::exists(saved)) {
