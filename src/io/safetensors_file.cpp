@@ -130,6 +130,12 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   const int map_errno = errno;
   ::close(fd);  // the mapping keeps the file alive
   if (map == MAP_FAILED) return io_error(path + ": mmap failed: " + std::strerror(map_errno));
+  // Weights stream from this mapping every token. With this advice the
+  // kernel's readahead fills the page cache with 2 MiB folios where the file
+  // system supports them, and faults map them whole: one TLB entry per 2 MiB
+  // instead of 512 (docs/perf-notes.md, "Weights in 2 MiB pages"). Advice
+  // only: a kernel without file huge pages ignores it.
+  ::madvise(map, size, MADV_HUGEPAGE);
 
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
