@@ -84,7 +84,7 @@ Status run_eval(const EvalOptions& o) {
     j["tokenize_seconds"] = tokenize_s;
     j["threads"] = threads;
     j["artifact"] = artifact;
-    j["execution"] = artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr);
+    j["execution"] = loaded.execution;
     j["expert_cache"] = offload_json(loaded, o.m);
     if (o.profile) j["profile"] = profile.to_json();
     std::cout << j.dump() << "\n";
@@ -93,7 +93,8 @@ Status run_eval(const EvalOptions& o) {
                 r.tokens_scored, r.windows, o.context);
     std::printf("nll %.4f nats/token  ppl %.3f  (%.2f s, %.1f tokens/s, %d threads%s)\n", r.nll, r.ppl, r.seconds,
                 r.tokens_per_s, threads,
-                artifact ? (", artifact, " + loaded.execution + " experts").c_str() : "");
+                artifact ? (", artifact, " + loaded.execution + " experts").c_str()
+                         : (loaded.execution == "fused-bf16" ? ", inputs rounded to bf16" : ""));
     if (loaded.offload) std::printf("%s\n", offload_summary(loaded).substr(3).c_str());
     if (o.profile) std::fputs(profile.table("eval").c_str(), stderr);
   }
@@ -112,7 +113,7 @@ void setup_eval(CLI::App& root) {
       "window has no context and is not scored. Prints the mean NLL (nats/token) and perplexity\n"
       "exp(NLL); --json prints one object: tokens (scored), nll, ppl, seconds, tokens_per_s (tokens\n"
       "run through the model per second), windows, ctx, chunk, tokens_in_file, tokens_processed, threads,\n"
-      "artifact (true/false) and execution (fused/fused-bf16/fused-int8/reference, null for a checkpoint).\n"
+      "artifact (true/false) and execution (fused/fused-bf16/fused-int8/reference; a checkpoint: fused or fused-bf16).\n"
       "Progress goes to stderr every ~2 s.");
   cmd->add_option("--model", o->m.model,
                   "checkpoint or artifact directory: config.json, *.safetensors, tokenizer.json")

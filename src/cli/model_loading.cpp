@@ -4,13 +4,16 @@ namespace submoe::cli {
 
 void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   cmd->add_option("--execution", f->execution,
-                  "artifacts only: 'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
+                  "'fused' runs the experts' fused decode+matmul kernels on the packed codes;\n"
                   "'fused-bf16' the same with each expert projection's input rounded to bf16 first (as a bf16\n"
-                  "checkpoint computes its experts in transformers; faster batch-1 kernels);\n"
+                  "checkpoint computes its experts in transformers; faster batch-1 kernels); on a checkpoint,\n"
+                  "every bf16 matrix's input is rounded to bf16 (as llama.cpp's BF16 type computes; on CPUs with\n"
+                  "AVX512-BF16 one vdpbf16ps per 32 weights instead of three for exact f32 inputs);\n"
                   "'fused-int8' the same with each expert projection's input quantized to int8, one scale per\n"
                   "token (as llama.cpp does per block; the fastest batch-1 ternary kernel, ~0.8x fused-bf16);\n"
                   "'reference' decodes every expert to dense f32 with the reference decoder (4 bytes per\n"
-                  "weight in memory; the oracle the fused kernels are tested against)")
+                  "weight in memory; the oracle the fused kernels are tested against). A checkpoint has no packed\n"
+                  "codes: it runs fused-int8 and reference as fused (exact f32 inputs)")
       ->check(CLI::IsMember({"fused", "fused-bf16", "fused-int8", "reference"}))
       ->capture_default_str();
   cmd->add_option("--expert-cache-mb", f->offload.expert_cache_mb,

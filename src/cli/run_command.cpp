@@ -148,7 +148,7 @@ Status run(const RunOptions& o) {
   if (o.json) {
     nlohmann::json j = {{"model", o.m.model},
                          {"artifact", loaded.artifact},
-                         {"execution", loaded.artifact ? nlohmann::json(loaded.execution) : nlohmann::json(nullptr)},
+                         {"execution", loaded.execution},
                          {"text", text},
                          {"token_ids", sequence.output_ids()},
                          {"prompt_tokens", ids.size()},
@@ -179,7 +179,8 @@ Status run(const RunOptions& o) {
                o.m.model.c_str(), load_s, ids.size(), stats.prefill_seconds,
                rate(static_cast<double>(ids.size()), stats.prefill_seconds), stats.decode_steps, stats.decode_seconds,
                rate(stats.decode_steps, stats.decode_seconds), generated, stop, threads,
-               loaded.artifact ? (" | artifact, " + loaded.execution + " experts").c_str() : "",
+               loaded.artifact ? (" | artifact, " + loaded.execution + " experts").c_str()
+                               : (loaded.execution == "fused-bf16" ? " | inputs rounded to bf16" : ""),
                offload_summary(loaded).c_str());
   return Status::ok();
 }

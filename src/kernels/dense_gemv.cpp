@@ -3,6 +3,8 @@
 #include <string>
 
 #include "kernels/dense_gemv_internal.h"
+#include "submoe/core/aligned_buffer.h"
+#include "submoe/core/bf16.h"
 #include "submoe/core/thread_pool.h"
 #include "row_dispatch.h"
 
@@ -16,11 +18,24 @@ const DenseGemvKernels kAvx2 = {Isa::kAvx2, "gemv_f32_dense_avx2", detail::gemv_
                                 "gemv_bf16_dense_avx2", detail::gemv_bf16_dense_avx2};
 const DenseGemvKernels kAvx512 = {Isa::kAvx512, "gemv_f32_dense_avx512", detail::gemv_f32_dense_avx512,
                                   "gemv_bf16_dense_avx512", detail::gemv_bf16_dense_avx512};
+const DenseGemvKernels kAvx512Bf16 = {Isa::kAvx512,
+                                      "gemv_f32_dense_avx512",
+                                      detail::gemv_f32_dense_avx512,
+                                      "gemv_bf16_dense_avx512bf16",
+                                      detail::gemv_bf16_dense_avx512bf16,
+                                      detail::split_bf16_avx512};
 
 }  // namespace
 
 const DenseGemvKernels& dense_gemv_kernels(Isa isa) {
+  if (isa == Isa::kAvx512 && cpu_features().avx512_bf16) return kAvx512Bf16;
   return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
+}
+
+std::vector<const DenseGemvKernels*> dense_gemv_tables(Isa isa) {
+  std::vector<const DenseGemvKernels*> out = {&detail::table_for_isa(isa, kScalar, kAvx2, kAvx512)};
+  if (isa == Isa::kAvx512 && cpu_features().avx512_bf16) out.push_back(&kAvx512Bf16);
+  return out;
 }
 
 const DenseGemvKernels& best_dense_gemv_kernels() {
@@ -32,8 +47,36 @@ const char* dense_kernel_name(const DenseGemvKernels& k, DenseType type) {
   return type == DenseType::kF32 ? k.f32_name : k.bf16_name;
 }
 
+void prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* a, ActivationType activations) {
+  if (a->w.cols == 0) return;
+  const bool rounded = activations == ActivationType::kBF16;
+  // Once per call on the calling thread (batch x cols values), not per row block.
+  if (a->w.type == DenseType::kBF16 && kernels.bf16_split != nullptr) {
+    thread_local AlignedBuffer<uint16_t> parts;
+    const uint32_t count = rounded ? 1 : 3;
+    const size_t stride = (size_t{a->w.cols} + 31) / 32 * 32;
+    const size_t need = count * stride * a->batch;
+    if (parts.size() < need) parts = AlignedBuffer<uint16_t>(need, /*zero=*/false);
+    for (uint32_t t = 0; t < a->batch; ++t)
+      kernels.bf16_split(a->x + t * a->x_stride, a->w.cols, count, parts.data() + count * stride * t, stride);
+    a->x_parts = parts.data();
+    a->part_stride = stride;
+    a->part_count = count;
+    return;
+  }
+  if (!rounded) return;
+  thread_local AlignedBuffer<float> copy;
+  const size_t need = size_t{a->w.cols} * a->batch;
+  if (copy.size() < need) copy = AlignedBuffer<float>(need, /*zero=*/false);
+  for (uint32_t t = 0; t < a->batch; ++t)
+    for (uint32_t c = 0; c < a->w.cols; ++c)
+      copy.data()[size_t{t} * a->w.cols + c] = bf16_to_float(float_to_bf16(a->x[t * a->x_stride + c]));
+  a->x = copy.data();
+  a->x_stride = a->w.cols;
+}
+
 Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, const float* x, size_t x_stride,
-                  uint32_t batch, const OutputView& y, ThreadPool* pool) {
+                  uint32_t batch, const OutputView& y, ThreadPool* pool, ActivationType activations) {
   if (kernels.f32 == nullptr || kernels.bf16 == nullptr) return invalid_argument("gemm_dense: empty kernel table");
   if (batch < 1 || batch > kMaxKernelBatch) {
     return invalid_argument("gemm_dense: batch " + std::to_string(batch) + " outside 1.." +
@@ -55,6 +98,7 @@ Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, con
   args.batch = batch;
   args.y = y.data;
   args.y_stride = y.stride;
+  prepare_dense_activations(kernels, &args, activations);
   const DenseRowsFn fn = w.type == DenseType::kF32 ? kernels.f32 : kernels.bf16;
   constexpr size_t kGrain = 16;
   detail::run_rows(fn, args, w.rows, kGrain, pool);

@@ -1,4 +1,5 @@
 // Dense LinearOp over bf16 or f32 weights in their stored dtype.
+#include <algorithm>
 #include <cstring>
 
 #include "dense_matmul.h"
@@ -22,29 +23,34 @@ constexpr size_t kHugePageMinBytes = size_t{1} << 20;
 
 class DenseLinearOp final : public LinearOp {
  public:
-  DenseLinearOp(const void* data, DenseDType dtype, size_t rows, size_t cols, AlignedBuffer<uint8_t> owned)
-      : owned_(std::move(owned)), m_{owned_.empty() ? data : owned_.data(), dtype, rows, cols} {}
-  DenseLinearOp(HugePageBuffer huge, DenseDType dtype, size_t rows, size_t cols)
-      : huge_(std::move(huge)), m_{huge_.data(), dtype, rows, cols} {}
+  DenseLinearOp(const void* data, DenseDType dtype, size_t rows, size_t cols, AlignedBuffer<uint8_t> owned,
+                kernels::ActivationType activations)
+      : owned_(std::move(owned)), m_{owned_.empty() ? data : owned_.data(), dtype, rows, cols}, act_(activations) {}
+  DenseLinearOp(HugePageBuffer huge, DenseDType dtype, size_t rows, size_t cols, kernels::ActivationType activations)
+      : huge_(std::move(huge)), m_{huge_.data(), dtype, rows, cols}, act_(activations) {}
 
   size_t in_features() const override { return m_.cols; }
   size_t out_features() const override { return m_.rows; }
 
   void forward(const float* in, size_t n, float* out, ThreadPool* pool) const override {
-    if (n == 0) return;
-    const size_t macs = m_.rows * m_.cols * n;
-    if (pool == nullptr || pool->num_threads() == 1 || macs < kParallelMinMacs) {
-      detail::dense_matmul_rows(m_, 0, m_.rows, in, n, out, m_.rows);
-      return;
+    // Batches beyond the kernel's limit go in slices; each slice re-reads the
+    // rows, which at 64 tokens per read costs little next to the products.
+    for (size_t t0 = 0; t0 < n; t0 += kernels::kMaxKernelBatch) {
+      const size_t count = std::min<size_t>(kernels::kMaxKernelBatch, n - t0);
+      const detail::DenseRowsCall call(m_, in + t0 * m_.cols, count, out + t0 * m_.rows, m_.rows, act_);
+      const size_t macs = m_.rows * m_.cols * count;
+      if (pool == nullptr || pool->num_threads() == 1 || macs < kParallelMinMacs) {
+        call.run(0, m_.rows);
+      } else {
+        pool->parallel_for(m_.rows, detail::kDenseRowGrain, [&](size_t b, size_t e, int) { call.run(b, e); });
+      }
     }
-    pool->parallel_for(m_.rows, detail::kDenseRowGrain, [&](size_t b, size_t e, int) {
-      detail::dense_matmul_rows(m_, b, e, in, n, out, m_.rows);
-    });
   }
 
   std::string describe() const override {
     return std::string("dense ") + (m_.dtype == DenseDType::kF32 ? "f32" : "bf16") + " [" +
-           std::to_string(m_.rows) + ", " + std::to_string(m_.cols) + "]";
+           std::to_string(m_.rows) + ", " + std::to_string(m_.cols) + "]" +
+           (act_ == kernels::ActivationType::kBF16 ? ", bf16 inputs" : "");
   }
   size_t weight_bytes() const override {
     return m_.rows * m_.cols * (m_.dtype == DenseDType::kF32 ? sizeof(float) : sizeof(bf16_t));
@@ -54,11 +60,13 @@ class DenseLinearOp final : public LinearOp {
   AlignedBuffer<uint8_t> owned_;
   HugePageBuffer huge_;
   detail::DenseMatrix m_;
+  kernels::ActivationType act_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, DenseStorage storage) {
+Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, DenseStorage storage,
+                                                    kernels::ActivationType activations) {
   if (w.shape.size() != 2 || w.shape[0] <= 0 || w.shape[1] <= 0)
     return invalid_argument("tensor '" + w.name + "': a linear weight must be 2-D [out, in], got " +
                             w.shape_string());
@@ -74,7 +82,8 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, Den
       // Widened to f32 once (FP8 with its block scales applied).
       owned.reset(rows * cols * sizeof(float), /*zero=*/false);
       SUBMOE_RETURN_IF_ERROR(io::read_as_f32(w, {reinterpret_cast<float*>(owned.data()), rows * cols}));
-      return std::unique_ptr<LinearOp>(new DenseLinearOp(nullptr, DenseDType::kF32, rows, cols, std::move(owned)));
+      return std::unique_ptr<LinearOp>(
+          new DenseLinearOp(nullptr, DenseDType::kF32, rows, cols, std::move(owned), activations));
     }
     default:
       return invalid_argument("tensor '" + w.name + "': dtype " + std::string(io::dtype_name(w.dtype)) +
@@ -86,19 +95,20 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, Den
     // A view into a checkpoint's (read-only) file mapping: its pages stop
     // counting towards the resident set; touching them again re-reads the file.
     if (!w.file.empty()) io::release_pages(w);
-    return std::unique_ptr<LinearOp>(new DenseLinearOp(std::move(huge), dtype, rows, cols));
+    return std::unique_ptr<LinearOp>(new DenseLinearOp(std::move(huge), dtype, rows, cols, activations));
   }
   const size_t elem = io::dtype_size(w.dtype);
   if (reinterpret_cast<uintptr_t>(w.data) % elem != 0) {
     owned.reset(w.nbytes, /*zero=*/false);
     std::memcpy(owned.data(), w.data, w.nbytes);
   }
-  return std::unique_ptr<LinearOp>(new DenseLinearOp(w.data, dtype, rows, cols, std::move(owned)));
+  return std::unique_ptr<LinearOp>(new DenseLinearOp(w.data, dtype, rows, cols, std::move(owned), activations));
 }
 
 std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, size_t out_features,
                                             size_t in_features) {
-  return std::make_unique<DenseLinearOp>(data, dtype, out_features, in_features, AlignedBuffer<uint8_t>());
+  return std::make_unique<DenseLinearOp>(data, dtype, out_features, in_features, AlignedBuffer<uint8_t>(),
+                                         kernels::ActivationType::kF32);
 }
 
 }  // namespace submoe::model

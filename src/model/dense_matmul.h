@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "submoe/kernels/dense_gemv.h"
 #include "submoe/model/linear_op.h"
 
 namespace submoe::model::detail {
@@ -16,10 +17,20 @@ struct DenseMatrix {
   size_t cols;
 };
 
-// out[t * ldo + r] = sum_c W[r, c] * in[t * cols + c] for t < n, r in [r0, r1).
-// Allocates nothing.
-void dense_matmul_rows(const DenseMatrix& w, size_t r0, size_t r1, const float* in, size_t n, float* out,
-                       size_t ldo);
+// One kernel call over at most kernels::kMaxKernelBatch tokens, ready to run on
+// any rows: out[t * ldo + r] = sum_c W[r, c] * in[t * cols + c] for t < n.
+// Made on the calling thread (the bf16 kernel's split activations live in its
+// buffer until its next call); run() is then safe from any thread.
+class DenseRowsCall {
+ public:
+  DenseRowsCall(const DenseMatrix& w, const float* in, size_t n, float* out, size_t ldo,
+                kernels::ActivationType activations);
+  void run(size_t r0, size_t r1) const;
+
+ private:
+  kernels::DenseRowsFn fn_;
+  kernels::DenseGemmArgs args_;
+};
 
 // Rows per work item when splitting across threads.
 inline constexpr size_t kDenseRowGrain = 16;

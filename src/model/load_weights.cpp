@@ -25,9 +25,11 @@ std::string shape_of(std::initializer_list<int64_t> dims) {
 class TensorSource {
  public:
   explicit TensorSource(const io::SafetensorsModel& m, DenseLinearHook hook = {},
-                        DenseStorage storage = DenseStorage::kInPlace)
-      : m_(m), hook_(std::move(hook)), storage_(storage) {}
+                        DenseStorage storage = DenseStorage::kInPlace,
+                        kernels::ActivationType activations = kernels::ActivationType::kF32)
+      : m_(m), hook_(std::move(hook)), storage_(storage), activations_(activations) {}
   DenseStorage storage() const { return storage_; }
+  kernels::ActivationType activations() const { return activations_; }
 
   Result<const io::TensorView*> get(const std::string& name, std::initializer_list<int64_t> dims) const {
     const io::TensorView* t = m_.find(name);
@@ -60,7 +62,7 @@ class TensorSource {
       }
     }
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {out, in}));
-    return make_dense_linear(*t, storage_);
+    return make_dense_linear(*t, storage_, activations_);
   }
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const {
     SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* t, get(name, {n}));
@@ -76,6 +78,7 @@ class TensorSource {
   const io::SafetensorsModel& m_;
   DenseLinearHook hook_;
   DenseStorage storage_;
+  kernels::ActivationType activations_;
   mutable std::set<const io::TensorView*> used_;
 };
 
@@ -231,7 +234,7 @@ Result<std::vector<ResidentExpertProvider::Expert>> load_layer_experts(const Ten
   SUBMOE_ASSIGN_OR_RETURN(LayerExpertWeights found, find_experts(src, c, arch, layer));
   std::vector<ResidentExpertProvider::Expert> experts(found.experts.size());
   auto dense = [&](const io::TensorView& v) -> Result<std::unique_ptr<LinearOp>> {
-    SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<LinearOp> op, make_dense_linear(v, src.storage()));
+    SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<LinearOp> op, make_dense_linear(v, src.storage(), src.activations()));
     if (!found.storage) return op;
     return std::unique_ptr<LinearOp>(new OwningLinearOp(found.storage, std::move(op)));
   };
@@ -392,14 +395,14 @@ Result<ModelWeights> load_checkpoint_weights(const io::MoeModelConfig& c, const 
                                              std::shared_ptr<const io::SafetensorsModel> tensors,
                                              const LoadWeightsOptions& options) {
   SUBMOE_RETURN_IF_ERROR(io::check_forward_supported(c));
-  const TensorSource src(*tensors, options.dense_linear, options.dense_storage);
+  const TensorSource src(*tensors, options.dense_linear, options.dense_storage, options.dense_activations);
   const int64_t V = c.vocab_size, H = c.hidden_size;
   ModelWeights w;
   SUBMOE_ASSIGN_OR_RETURN(const io::TensorView* embed, src.get("model.embed_tokens.weight", {V, H}));
   SUBMOE_ASSIGN_OR_RETURN(w.embed, EmbeddingTable::from_tensor(*embed));
   SUBMOE_ASSIGN_OR_RETURN(w.final_norm, src.vector("model.norm.weight", H));
   if (c.tie_word_embeddings) {
-    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed, options.dense_storage));
+    SUBMOE_ASSIGN_OR_RETURN(w.lm_head, make_dense_linear(*embed, options.dense_storage, options.dense_activations));
   } else {
     SUBMOE_ASSIGN_OR_RETURN(w.lm_head, src.linear("lm_head.weight", DenseClass::kLmHead, V, H));
   }

@@ -48,6 +48,8 @@ Result<LoadedModel> load_model(const LoadOptions& f) {
   runtime::ArtifactModelOptions options;
   SUBMOE_ASSIGN_OR_RETURN(options.execution, runtime::parse_execution_mode(f.execution));
   out.execution = runtime::execution_mode_name(options.execution);
+  // A checkpoint has no packed codes: only the input rounding of fused-bf16 applies.
+  if (!out.artifact && options.execution != runtime::ExecutionMode::kFusedBf16) out.execution = "fused";
   options.allow_unused_tensors = f.allow_extra_tensors;
   if (f.huge_pages != "auto" && f.huge_pages != "on" && f.huge_pages != "off")
     return invalid_argument("huge pages must be auto, on or off, not '" + f.huge_pages + "'");
@@ -79,6 +81,11 @@ Result<LoadedModel> load_model(const LoadOptions& f) {
     model::LoadWeightsOptions o;
     o.allow_unused_tensors = f.allow_extra_tensors;
     o.dense_storage = options.dense_storage;
+    // A checkpoint's experts are dense matrices too: fused-bf16 rounds every
+    // projection's input to bf16 (as llama.cpp's BF16 computes); fused and
+    // fused-int8 keep f32 inputs (no int8 path for dense weights).
+    if (options.execution == runtime::ExecutionMode::kFusedBf16)
+      o.dense_activations = kernels::ActivationType::kBF16;
     SUBMOE_ASSIGN_OR_RETURN(out.model, model::MoeModel::load(f.model, o));
   }
   out.load_seconds = seconds_since(t0);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -57,7 +59,9 @@ void check_dense(const DenseGemvKernels& k, DenseType type, uint32_t rows, uint3
         sum_abs += std::fabs(p);
       }
       const double got = y[t * y_stride + r];
-      ASSERT_LE(std::fabs(got - ref), testing::summation_bound(cols, sum_abs))
+      // The vdpbf16ps kernel sums three exact products a column (x's parts).
+      const uint64_t terms = k.bf16_split != nullptr && type == DenseType::kBF16 ? 3 * uint64_t{cols} : cols;
+      ASSERT_LE(std::fabs(got - ref), testing::summation_bound(terms, sum_abs))
           << what << " row " << r << " token " << t << " got " << got << " want " << ref;
     }
     ASSERT_EQ(y[t * y_stride + rows], -3.0f) << what;
@@ -68,16 +72,18 @@ TEST(DenseGemv, EveryIsaMatchesFloat64Oracle) {
   ThreadPool pool(3);
   uint64_t seed = 1;
   for (Isa isa : testing::supported_isas()) {
-    const DenseGemvKernels& k = dense_gemv_kernels(isa);
+    for (const DenseGemvKernels* table : dense_gemv_tables(isa)) {
+    const DenseGemvKernels& k = *table;
     for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{
                {1, 1}, {1, 300}, {37, 1}, {5, 15}, {9, 16}, {7, 17}, {67, 129}, {33, 1000}, {130, 64},
-               {9, 2048}, {6, 2053}}) {
+               {9, 2048}, {6, 2053}, {5, 31}, {4, 32}, {3, 33}, {8, 63}}) {
         for (uint32_t batch : {1u, 2u, 3u, 4u, 5u, 8u, 17u, 64u}) {
           check_dense(k, type, rows, cols, batch, (seed % 2) ? &pool : nullptr, seed);
           ++seed;
         }
       }
+    }
     }
   }
 }
@@ -88,7 +94,8 @@ TEST(DenseGemv, EveryIsaMatchesFloat64Oracle) {
 TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
   uint64_t seed = 500;
   for (Isa isa : testing::supported_isas()) {
-    const DenseGemvKernels& k = dense_gemv_kernels(isa);
+    for (const DenseGemvKernels* table : dense_gemv_tables(isa)) {
+    const DenseGemvKernels& k = *table;
     for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 17}, {13, 256}, {9, 2048}, {5, 2061}}) {
         const DenseData d = random_weights(rows, cols, cols, seed);
@@ -108,6 +115,81 @@ TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
         ++seed;
       }
     }
+    }
+  }
+}
+
+// ActivationType::kBF16: every table equals a float64 product with each x
+// rounded to bf16 first (products exact, so the f32 summation bound holds);
+// the vdpbf16ps kernel then reads one part instead of three.
+TEST(DenseGemv, Bf16ActivationsMatchTheRoundedOracle) {
+  uint64_t seed = 900;
+  ThreadPool pool(2);
+  for (Isa isa : testing::supported_isas()) {
+    for (const DenseGemvKernels* table : dense_gemv_tables(isa)) {
+      for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
+        for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 1}, {5, 31}, {7, 65}, {33, 1000}, {9, 2053}}) {
+          for (uint32_t batch : {1u, 3u, 4u, 9u}) {
+            const DenseData d = random_weights(rows, cols, cols, seed);
+            const std::vector<float> x = testing::random_activations(batch, cols, cols, seed + 1);
+            std::vector<float> y(size_t{batch} * rows);
+            const DenseMatrixView w = type == DenseType::kF32 ? DenseMatrixView::f32(d.wf.data(), rows, cols)
+                                                              : DenseMatrixView::bf16(d.wb.data(), rows, cols);
+            ASSERT_TRUE(gemm_dense(*table, w, x.data(), cols, batch, OutputView{y.data(), rows}, (seed % 2) ? &pool : nullptr,
+                                   ActivationType::kBF16)
+                            .is_ok());
+            for (uint32_t t = 0; t < batch; ++t) {
+              for (uint32_t r = 0; r < rows; ++r) {
+                double ref = 0, sum_abs = 0;
+                for (uint32_t c = 0; c < cols; ++c) {
+                  const double p = double{d.wf[size_t{r} * cols + c]} * bf16_to_float(float_to_bf16(x[size_t{t} * cols + c]));
+                  ref += p;
+                  sum_abs += std::fabs(p);
+                }
+                ASSERT_LE(std::fabs(y[size_t{t} * rows + r] - ref), testing::summation_bound(cols, sum_abs))
+                    << dense_kernel_name(*table, type) << " " << rows << "x" << cols << " batch " << batch << " token " << t
+                    << " row " << r;
+              }
+            }
+            ++seed;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The vdpbf16ps kernel's activations: hi + mid + lo == x exactly for every
+// float whose parts stay normal (|x| >= 2^-100 here), NaN stays NaN, and the
+// padding up to the stride is zero.
+TEST(DenseGemv, Bf16SplitIsExact) {
+  const DenseGemvKernels& k = dense_gemv_kernels(Isa::kAvx512);
+  if (k.bf16_split == nullptr) {
+    GTEST_SKIP() << "no AVX512-BF16 on this CPU: the vdpbf16ps kernel is not built into the tables";
+  }
+  std::mt19937_64 rng(9);
+  for (uint32_t cols : {1u, 15u, 16u, 17u, 33u, 1000u}) {
+    std::vector<float> x(cols);
+    for (float& v : x) {
+      uint32_t u = static_cast<uint32_t>(rng());
+      u = (u & 0x807fffffu) | ((27u + static_cast<uint32_t>(rng() % 200)) << 23);  // exponents 2^-100 .. 2^99
+      std::memcpy(&v, &u, sizeof v);
+    }
+    if (cols > 3) x[3] = NAN;
+    const size_t stride = (cols + 31) / 32 * 32;
+    std::vector<uint16_t> parts(3 * stride, 0xffff);
+    k.bf16_split(x.data(), cols, 3, parts.data(), stride);
+    for (uint32_t c = 0; c < cols; ++c) {
+      const double sum = double{bf16_to_float(bf16_t{parts[c]})} + bf16_to_float(bf16_t{parts[stride + c]}) +
+                         bf16_to_float(bf16_t{parts[2 * stride + c]});
+      if (std::isnan(x[c])) {
+        EXPECT_TRUE(std::isnan(sum)) << c;
+      } else {
+        ASSERT_EQ(sum, double{x[c]}) << "cols " << cols << " column " << c;
+      }
+    }
+    for (size_t c = cols; c < stride; ++c)
+      for (int p = 0; p < 3; ++p) ASSERT_EQ(parts[p * stride + c], 0) << "padding " << c;
   }
 }
 

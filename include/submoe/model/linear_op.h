@@ -59,8 +59,12 @@ enum class DenseDType { kF32, kBF16 };
 //                  file mapping, TensorView::file set, has its pages released);
 //                  saves the TLB misses of streaming 4 KiB pages.
 enum class DenseStorage { kInPlace, kHugePageCopy };
+// activations kBF16: each input rounded to bf16 before the product (as
+// llama.cpp's BF16 and transformers in bf16 compute; `run --execution
+// fused-bf16` on a checkpoint); kF32: the input as it is.
 Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& weight,
-                                                    DenseStorage storage = DenseStorage::kInPlace);
+                                                    DenseStorage storage = DenseStorage::kInPlace,
+                                                    kernels::ActivationType activations = kernels::ActivationType::kF32);
 
 // A dense LinearOp over memory the caller owns (row-major [out_features, in_features],
 // aligned to the element size); for tests and for weights built in memory.

@@ -116,6 +116,8 @@ struct LoadWeightsOptions {
   DenseLinearHook dense_linear;
   // Where the dense projections it reads keep their weights (linear_op.h).
   DenseStorage dense_storage = DenseStorage::kInPlace;
+  // Whether their inputs are rounded to bf16 first (make_dense_linear).
+  kernels::ActivationType dense_activations = kernels::ActivationType::kF32;
 };
 
 // Builds dense weights from an opened checkpoint (hub per-expert names; v5 fused
