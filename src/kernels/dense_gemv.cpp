@@ -21,9 +21,11 @@ const DenseGemvKernels kAvx512 = {Isa::kAvx512, "gemv_f32_dense_avx512", detail:
 const DenseGemvKernels kAvx512Bf16 = {Isa::kAvx512,
                                       "gemv_f32_dense_avx512",
                                       detail::gemv_f32_dense_avx512,
-                                      "gemv_bf16_dense_avx512bf16",
-                                      detail::gemv_bf16_dense_avx512bf16,
-                                      detail::split_bf16_avx512};
+                                      "gemv_bf16_dense_avx512",
+                                      detail::gemv_bf16_dense_avx512,
+                                      "gemv_bf16x_dense_avx512bf16",
+                                      detail::gemv_bf16x_dense_avx512bf16,
+                                      detail::round_bf16_avx512};
 
 }  // namespace
 
@@ -47,24 +49,20 @@ const char* dense_kernel_name(const DenseGemvKernels& k, DenseType type) {
   return type == DenseType::kF32 ? k.f32_name : k.bf16_name;
 }
 
-void prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* a, ActivationType activations) {
-  if (a->w.cols == 0) return;
-  const bool rounded = activations == ActivationType::kBF16;
+DenseRowsFn prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* a, ActivationType activations) {
+  const DenseRowsFn plain = a->w.type == DenseType::kF32 ? kernels.f32 : kernels.bf16;
+  if (activations != ActivationType::kBF16 || a->w.cols == 0) return plain;
   // Once per call on the calling thread (batch x cols values), not per row block.
-  if (a->w.type == DenseType::kBF16 && kernels.bf16_split != nullptr) {
-    thread_local AlignedBuffer<uint16_t> parts;
-    const uint32_t count = rounded ? 1 : 3;
+  if (a->w.type == DenseType::kBF16 && kernels.bf16x != nullptr) {
+    thread_local AlignedBuffer<uint16_t> rounded;
     const size_t stride = (size_t{a->w.cols} + 31) / 32 * 32;
-    const size_t need = count * stride * a->batch;
-    if (parts.size() < need) parts = AlignedBuffer<uint16_t>(need, /*zero=*/false);
+    if (rounded.size() < stride * a->batch) rounded = AlignedBuffer<uint16_t>(stride * a->batch, /*zero=*/false);
     for (uint32_t t = 0; t < a->batch; ++t)
-      kernels.bf16_split(a->x + t * a->x_stride, a->w.cols, count, parts.data() + count * stride * t, stride);
-    a->x_parts = parts.data();
-    a->part_stride = stride;
-    a->part_count = count;
-    return;
+      kernels.round_bf16(a->x + t * a->x_stride, a->w.cols, rounded.data() + stride * t, stride);
+    a->x_bf16 = rounded.data();
+    a->x_bf16_stride = stride;
+    return kernels.bf16x;
   }
-  if (!rounded) return;
   thread_local AlignedBuffer<float> copy;
   const size_t need = size_t{a->w.cols} * a->batch;
   if (copy.size() < need) copy = AlignedBuffer<float>(need, /*zero=*/false);
@@ -73,6 +71,7 @@ void prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* a
       copy.data()[size_t{t} * a->w.cols + c] = bf16_to_float(float_to_bf16(a->x[t * a->x_stride + c]));
   a->x = copy.data();
   a->x_stride = a->w.cols;
+  return plain;
 }
 
 Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, const float* x, size_t x_stride,
@@ -98,8 +97,7 @@ Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, con
   args.batch = batch;
   args.y = y.data;
   args.y_stride = y.stride;
-  prepare_dense_activations(kernels, &args, activations);
-  const DenseRowsFn fn = w.type == DenseType::kF32 ? kernels.f32 : kernels.bf16;
+  const DenseRowsFn fn = prepare_dense_activations(kernels, &args, activations);
   constexpr size_t kGrain = 16;
   detail::run_rows(fn, args, w.rows, kGrain, pool);
   return Status::ok();

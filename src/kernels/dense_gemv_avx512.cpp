@@ -1,8 +1,9 @@
-// AVX-512 dense kernels: tiles of 4 rows x up to 4 tokens, 16 columns per step,
-// masked loads for the column tail. bf16 weights are widened with a zero-extend
-// and a 16-bit shift (exact). Streaming from DRAM, one core is far below its FMA
-// limit: the loop is shaped for few instructions per loaded byte, and each of the
-// four row streams gets a software prefetch 1 KiB ahead (docs/perf-notes.md).
+// AVX-512 dense kernels: tiles of 4 rows x up to 4 tokens (one row at a time for
+// a single token), 16 columns per step, masked loads for the column tail. bf16
+// weights are widened with a zero-extend and a 16-bit shift (exact). Streaming
+// from DRAM, one core is far below its FMA limit: the loop is shaped for few
+// instructions per loaded byte, and each row stream gets a software prefetch
+// 1 KiB ahead into L2 (docs/perf-notes.md).
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -15,8 +16,11 @@
 namespace submoe::kernels::detail {
 namespace {
 
-// Software prefetch distance per row stream. Measured cold (2080x6144, 1 thread,
-// bf16): none 2130 us, 512 B 1950, 1 KiB 1850, 2 KiB 2100, 4 KiB 2020.
+// Software prefetch distance per row stream, into L2. Measured cold (2080x6144,
+// 1 thread, bf16, into L1 on a Xeon): none 2130 us, 512 B 1950, 1 KiB 1850,
+// 2 KiB 2100, 4 KiB 2020. On the Zen 4 host, the synth bf16 decode (1 thread):
+// 1 KiB into L1 16 tok/s (four rows) and 27 (row by row), into L2 35, none 33;
+// L1's few outstanding misses fill up (docs/perf-notes.md).
 constexpr uint32_t kPrefetchBytes = 1024;
 
 template <typename W>
@@ -43,6 +47,15 @@ __m512 load_w_masked<bf16_t>(const bf16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
+// A single token reads its rows one at a time: one weight stream, which the
+// hardware prefetchers follow, instead of four interleaved ones. On the 2-vCPU
+// Zen 4 host the synth Qwen3-MoE's bf16 decode went from 15.5 to 35 tok/s (1
+// thread) this way with the L2 prefetch below. Every (row, token) result is the
+// same sequence of operations in either tiling, so the output does not depend
+// on the batch. Batches of two or more keep the 4-row tiles: they are
+// compute-bound, and a 4-row tile loads each token's x once for four rows.
+constexpr uint32_t kRowByRowMaxBatch = 1;
+
 template <typename W, int RT, int TT>
 void dense_tile(const DenseGemmArgs& a, uint32_t r, uint32_t t0) {
   const W* w = static_cast<const W*>(a.w.data) + static_cast<size_t>(r) * a.w.stride;
@@ -65,7 +78,7 @@ void dense_tile(const DenseGemmArgs& a, uint32_t r, uint32_t t0) {
   for (; c + kAhead < main; c += 16) {
     if (c % (64 / sizeof(W)) == 0) {
       for (int i = 0; i < RT; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + i * a.w.stride + c + kAhead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + i * a.w.stride + c + kAhead), _MM_HINT_T1);
       }
     }
     step(c, [](const float* p) { return _mm512_loadu_ps(p); }, [](const W* p) { return load_w<W>(p); });
@@ -102,7 +115,9 @@ void dense_tokens(const DenseGemmArgs& a, uint32_t r) {
 template <typename W>
 void dense_rows(const DenseGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   uint32_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) dense_tokens<W, 4>(a, r);
+  if (a.batch > kRowByRowMaxBatch) {
+    for (; r + 4 <= row_end; r += 4) dense_tokens<W, 4>(a, r);
+  }
   for (; r < row_end; ++r) dense_tokens<W, 1>(a, r);
 }
 

@@ -5,7 +5,6 @@ namespace submoe::model::detail {
 DenseRowsCall::DenseRowsCall(const DenseMatrix& w, const float* in, size_t n, float* out, size_t ldo,
                              kernels::ActivationType activations) {
   static const kernels::DenseGemvKernels& table = kernels::best_dense_gemv_kernels();
-  fn_ = w.dtype == DenseDType::kF32 ? table.f32 : table.bf16;
   args_.w = {w.data, w.dtype == DenseDType::kF32 ? kernels::DenseType::kF32 : kernels::DenseType::kBF16,
              static_cast<uint32_t>(w.rows), static_cast<uint32_t>(w.cols), w.cols};
   args_.x = in;
@@ -13,7 +12,7 @@ DenseRowsCall::DenseRowsCall(const DenseMatrix& w, const float* in, size_t n, fl
   args_.batch = static_cast<uint32_t>(n);
   args_.y = out;
   args_.y_stride = ldo;
-  kernels::prepare_dense_activations(table, &args_, activations);
+  fn_ = kernels::prepare_dense_activations(table, &args_, activations);
 }
 
 void DenseRowsCall::run(size_t r0, size_t r1) const {

@@ -59,9 +59,7 @@ void check_dense(const DenseGemvKernels& k, DenseType type, uint32_t rows, uint3
         sum_abs += std::fabs(p);
       }
       const double got = y[t * y_stride + r];
-      // The vdpbf16ps kernel sums three exact products a column (x's parts).
-      const uint64_t terms = k.bf16_split != nullptr && type == DenseType::kBF16 ? 3 * uint64_t{cols} : cols;
-      ASSERT_LE(std::fabs(got - ref), testing::summation_bound(terms, sum_abs))
+      ASSERT_LE(std::fabs(got - ref), testing::summation_bound(cols, sum_abs))
           << what << " row " << r << " token " << t << " got " << got << " want " << ref;
     }
     ASSERT_EQ(y[t * y_stride + rows], -3.0f) << what;
@@ -90,12 +88,13 @@ TEST(DenseGemv, EveryIsaMatchesFloat64Oracle) {
 
 // Serving relies on it: a token's output is the same bits whatever batch it is
 // computed in (batched requests equal each request run alone), for every ISA,
-// dtype, tile tail and the AVX2 bf16 kernel's widened batch path.
+// dtype, input rounding, tile tail and the AVX2 bf16 kernel's widened batch path.
 TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
   uint64_t seed = 500;
   for (Isa isa : testing::supported_isas()) {
     for (const DenseGemvKernels* table : dense_gemv_tables(isa)) {
     const DenseGemvKernels& k = *table;
+    for (ActivationType act : {ActivationType::kF32, ActivationType::kBF16})
     for (DenseType type : {DenseType::kF32, DenseType::kBF16}) {
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 17}, {13, 256}, {9, 2048}, {5, 2061}}) {
         const DenseData d = random_weights(rows, cols, cols, seed);
@@ -104,11 +103,13 @@ TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
         for (uint32_t batch : {2u, 3u, 4u, 5u, 8u, 17u, 64u}) {
           const std::vector<float> x = testing::random_activations(batch, cols, cols, seed + batch);
           std::vector<float> together(batch * rows), alone(rows);
-          ASSERT_TRUE(gemm_dense(k, w, x.data(), cols, batch, OutputView{together.data(), rows}, nullptr).is_ok());
+          ASSERT_TRUE(gemm_dense(k, w, x.data(), cols, batch, OutputView{together.data(), rows}, nullptr, act).is_ok());
           for (uint32_t t = 0; t < batch; ++t) {
-            ASSERT_TRUE(gemm_dense(k, w, x.data() + t * cols, cols, 1, OutputView{alone.data(), rows}, nullptr).is_ok());
+            ASSERT_TRUE(
+                gemm_dense(k, w, x.data() + t * cols, cols, 1, OutputView{alone.data(), rows}, nullptr, act).is_ok());
             for (uint32_t r = 0; r < rows; ++r)
-              ASSERT_EQ(together[t * rows + r], alone[r]) << dense_kernel_name(k, type) << " " << rows << "x" << cols
+              ASSERT_EQ(together[t * rows + r], alone[r]) << dense_kernel_name(k, type) << " "
+                                                          << activation_type_name(act) << " " << rows << "x" << cols
                                                           << " batch " << batch << " token " << t << " row " << r;
           }
         }
@@ -120,8 +121,8 @@ TEST(DenseGemv, ATokensOutputDoesNotDependOnItsBatch) {
 }
 
 // ActivationType::kBF16: every table equals a float64 product with each x
-// rounded to bf16 first (products exact, so the f32 summation bound holds);
-// the vdpbf16ps kernel then reads one part instead of three.
+// rounded to bf16 first (products exact, so the f32 summation bound holds),
+// the vdpbf16ps bf16x kernel included.
 TEST(DenseGemv, Bf16ActivationsMatchTheRoundedOracle) {
   uint64_t seed = 900;
   ThreadPool pool(2);
@@ -147,7 +148,8 @@ TEST(DenseGemv, Bf16ActivationsMatchTheRoundedOracle) {
                   sum_abs += std::fabs(p);
                 }
                 ASSERT_LE(std::fabs(y[size_t{t} * rows + r] - ref), testing::summation_bound(cols, sum_abs))
-                    << dense_kernel_name(*table, type) << " " << rows << "x" << cols << " batch " << batch << " token " << t
+                    << (table->bf16x != nullptr && type == DenseType::kBF16 ? table->bf16x_name
+                                                                             : dense_kernel_name(*table, type)) << " " << rows << "x" << cols << " batch " << batch << " token " << t
                     << " row " << r;
               }
             }
@@ -159,13 +161,13 @@ TEST(DenseGemv, Bf16ActivationsMatchTheRoundedOracle) {
   }
 }
 
-// The vdpbf16ps kernel's activations: hi + mid + lo == x exactly for every
-// float whose parts stay normal (|x| >= 2^-100 here), NaN stays NaN, and the
-// padding up to the stride is zero.
-TEST(DenseGemv, Bf16SplitIsExact) {
+// The vdpbf16ps kernel's input: each float rounded to nearest even exactly as
+// float_to_bf16 rounds it (normal values; the instruction flushes denormals),
+// NaN stays NaN, and the padding up to the stride is zero.
+TEST(DenseGemv, Bf16RoundingMatchesTheScalarRounding) {
   const DenseGemvKernels& k = dense_gemv_kernels(Isa::kAvx512);
-  if (k.bf16_split == nullptr) {
-    GTEST_SKIP() << "no AVX512-BF16 on this CPU: the vdpbf16ps kernel is not built into the tables";
+  if (k.round_bf16 == nullptr) {
+    GTEST_SKIP() << "no AVX512-BF16 on this CPU: the tables have no bf16x kernel to feed";
   }
   std::mt19937_64 rng(9);
   for (uint32_t cols : {1u, 15u, 16u, 17u, 33u, 1000u}) {
@@ -176,20 +178,18 @@ TEST(DenseGemv, Bf16SplitIsExact) {
       std::memcpy(&v, &u, sizeof v);
     }
     if (cols > 3) x[3] = NAN;
+    if (cols > 5) x[5] = std::nextafter(1.0f, 2.0f) + std::ldexp(1.0f, -8);  // a tie: rounds to even
     const size_t stride = (cols + 31) / 32 * 32;
-    std::vector<uint16_t> parts(3 * stride, 0xffff);
-    k.bf16_split(x.data(), cols, 3, parts.data(), stride);
+    std::vector<uint16_t> out(stride, 0xffff);
+    k.round_bf16(x.data(), cols, out.data(), stride);
     for (uint32_t c = 0; c < cols; ++c) {
-      const double sum = double{bf16_to_float(bf16_t{parts[c]})} + bf16_to_float(bf16_t{parts[stride + c]}) +
-                         bf16_to_float(bf16_t{parts[2 * stride + c]});
       if (std::isnan(x[c])) {
-        EXPECT_TRUE(std::isnan(sum)) << c;
+        EXPECT_TRUE(std::isnan(bf16_to_float(bf16_t{out[c]}))) << c;
       } else {
-        ASSERT_EQ(sum, double{x[c]}) << "cols " << cols << " column " << c;
+        ASSERT_EQ(out[c], float_to_bf16(x[c]).bits) << "cols " << cols << " column " << c << " x " << x[c];
       }
     }
-    for (size_t c = cols; c < stride; ++c)
-      for (int p = 0; p < 3; ++p) ASSERT_EQ(parts[p * stride + c], 0) << "padding " << c;
+    for (size_t c = cols; c < stride; ++c) ASSERT_EQ(out[c], 0) << "padding " << c;
   }
 }
 

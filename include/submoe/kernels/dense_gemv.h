@@ -5,11 +5,10 @@
 // Same conventions as ternary_gemv.h: pick a DenseGemvKernels table once
 // (best_dense_gemv_kernels() or dense_gemv_kernels(isa)), pass an optional thread
 // pool (rows are split across its threads); nothing is allocated per call.
-// bf16 weights are widened exactly to f32 in registers (shift by 16), or, on
-// CPUs with AVX512-BF16, multiplied with vdpbf16ps against x split exactly into
-// three bf16 parts (hi + mid + lo == x): either way every product is the exact
-// f32 product and only the summation order differs from an f32 computation on
-// the same weights; x is never rounded to bf16.
+// bf16 weights are widened exactly to f32 in registers (shift by 16), so results
+// match an f32 computation on the same weights; x is rounded to bf16 only when
+// the caller asks (ActivationType::kBF16, llama.cpp's BF16 arithmetic), and
+// then, on CPUs with AVX512-BF16, bf16 weights meet it in vdpbf16ps.
 #pragma once
 
 #include <cstddef>
@@ -52,19 +51,16 @@ struct DenseGemmArgs {
   uint32_t batch = 1;
   float* y = nullptr;  // y[t * y_stride + r]
   size_t y_stride = 0;
-  // Tables with bf16_split, bf16 weights: token t's x as part_count bf16
-  // parts at x_parts + (part_count t + k) * part_stride, zero from cols up to
-  // part_stride (a multiple of 32): 3 parts hi + mid + lo == x exactly, or 1,
-  // x rounded to bf16. prepare_dense_activations fills them.
-  const uint16_t* x_parts = nullptr;
-  size_t part_stride = 0;
-  uint32_t part_count = 3;
+  // The bf16x kernel's input: token t's x rounded to bf16 at x_bf16 + t *
+  // x_bf16_stride, zero from cols up to the stride (a multiple of 32).
+  // prepare_dense_activations fills it.
+  const uint16_t* x_bf16 = nullptr;
+  size_t x_bf16_stride = 0;
 };
 
 using DenseRowsFn = void (*)(const DenseGemmArgs& args, uint32_t row_begin, uint32_t row_end);
-// Writes x[0, cols) as `count` bf16 parts (3: exact, hi + mid + lo; 1: x
-// rounded to nearest even), each part_stride apart, zero-padded.
-using Bf16SplitFn = void (*)(const float* x, uint32_t cols, uint32_t count, uint16_t* parts, size_t part_stride);
+// Writes x[0, cols) rounded to bf16 (nearest even) and zeros up to `padded`.
+using Bf16RoundFn = void (*)(const float* x, uint32_t cols, uint16_t* out, size_t padded);
 
 struct DenseGemvKernels {
   Isa isa = Isa::kScalar;
@@ -72,28 +68,32 @@ struct DenseGemvKernels {
   DenseRowsFn f32 = nullptr;
   const char* bf16_name = nullptr;
   DenseRowsFn bf16 = nullptr;
-  Bf16SplitFn bf16_split = nullptr;  // set: the bf16 kernel reads DenseGemmArgs::x_parts
+  // Optional: bf16 weights x bf16-rounded inputs (DenseGemmArgs::x_bf16), and
+  // the rounding it reads. Without it, kBF16 inputs are rounded into an f32
+  // copy for the bf16 kernel.
+  const char* bf16x_name = nullptr;
+  DenseRowsFn bf16x = nullptr;
+  Bf16RoundFn round_bf16 = nullptr;
 };
 
 // The table of one ISA (the caller makes sure the CPU supports it): for
-// AVX-512 on a CPU with AVX512-BF16, the vdpbf16ps bf16 kernel.
+// AVX-512 on a CPU with AVX512-BF16, with the vdpbf16ps bf16x kernel.
 const DenseGemvKernels& dense_gemv_kernels(Isa isa);
-// Every table of `isa` this CPU runs (AVX-512: the widening one, then the
-// vdpbf16ps one where supported), for tests and comparisons.
+// Every table of `isa` this CPU runs (AVX-512: without bf16x, then with it
+// where supported), for tests and comparisons.
 std::vector<const DenseGemvKernels*> dense_gemv_tables(Isa isa);
 // dense_gemv_kernels(best_isa()), decided once.
 const DenseGemvKernels& best_dense_gemv_kernels();
 const char* dense_kernel_name(const DenseGemvKernels& k, DenseType type);
 
 // Callers that run the row kernel themselves (over their own thread split)
-// call this first, on the calling thread. `activations` kBF16: each token's x
-// is rounded to bf16 first (as llama.cpp's BF16 type and transformers in bf16
-// compute). When the table's bf16 kernel reads split activations and args->w
-// is bf16, the split of args->batch tokens goes to the calling thread's buffer
-// and args->x_parts points at it; otherwise, for kBF16, args->x points at the
-// rounded copy in that buffer. Valid until this thread's next call.
-void prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* args,
-                               ActivationType activations = ActivationType::kF32);
+// call this first, on the calling thread, and run the kernel it returns.
+// `activations` kBF16: each token's x is rounded to bf16 first (as llama.cpp's
+// BF16 type and transformers in bf16 compute), into the calling thread's
+// buffer (valid until its next call): as bf16 for the table's bf16x kernel
+// (bf16 weights), else as an f32 copy args->x then points at.
+DenseRowsFn prepare_dense_activations(const DenseGemvKernels& kernels, DenseGemmArgs* args,
+                                      ActivationType activations = ActivationType::kF32);
 
 // Y = W X. x: batch tokens of w.cols f32 values, token stride x_stride (>= cols
 // when batch > 1); y: batch x rows, token stride y_stride (>= rows when
