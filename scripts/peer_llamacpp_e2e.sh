@@ -16,7 +16,9 @@
 #
 # Pairs (llama.cpp type, submoe artifact), the rest of the weights bf16 in both
 # unless said:
-#   bf16             BF16 GGUF                     the bf16 checkpoint itself
+#   bf16             BF16 GGUF                     the bf16 checkpoint itself (exact f32 inputs)
+#   bf16, bf16 inputs  BF16 GGUF                   the checkpoint with --execution fused-bf16: every
+#                                                  input rounded to bf16, llama.cpp's BF16 arithmetic
 #   ternary experts  TQ2_0 experts                 compress --repr ternary_dict (qmoe code), fused-int8
 #   4-bit experts    Q4_0 experts                  compress --repr int --bits 4 --group-size 32, fused-int8
 #   2-bit experts    Q2_K experts                  compress --repr int --bits 2 --group-size 64, fused-int8
@@ -129,6 +131,7 @@ EOF
 
 pairs=(
   "bf16|synth-bf16.gguf|$ckpt|fused"
+  "bf16, bf16 inputs|synth-bf16.gguf|$ckpt|fused-bf16"
   "ternary experts|synth-tq2_0-experts.gguf|$work/ternary|fused-int8"
   "4-bit experts|synth-q4_0-experts.gguf|$work/int4g32|fused-int8"
   "2-bit experts|synth-q2_k-experts.gguf|$work/int2g64|fused-int8"
