@@ -97,6 +97,7 @@ Status gemm_dense(const DenseGemvKernels& kernels, const DenseMatrixView& w, con
   args.batch = batch;
   args.y = y.data;
   args.y_stride = y.stride;
+  args.prefetch_next_row = !w.huge_pages;
   const DenseRowsFn fn = prepare_dense_activations(kernels, &args, activations);
   constexpr size_t kGrain = 16;
   detail::run_rows(fn, args, w.rows, kGrain, pool);

@@ -5,6 +5,7 @@
 #include "dense_matmul.h"
 #include "submoe/core/aligned_buffer.h"
 #include "submoe/core/huge_page_buffer.h"
+#include "submoe/core/page_backing.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/model/linear_op.h"
 
@@ -23,11 +24,14 @@ constexpr size_t kHugePageMinBytes = size_t{1} << 20;
 
 class DenseLinearOp final : public LinearOp {
  public:
+  // huge_pages: the weights are in 2 MiB pages (the kernel's prefetch follows).
   DenseLinearOp(const void* data, DenseDType dtype, size_t rows, size_t cols, AlignedBuffer<uint8_t> owned,
-                kernels::ActivationType activations)
-      : owned_(std::move(owned)), m_{owned_.empty() ? data : owned_.data(), dtype, rows, cols}, act_(activations) {}
+                kernels::ActivationType activations, bool huge_pages)
+      : owned_(std::move(owned)),
+        m_{owned_.empty() ? data : owned_.data(), dtype, rows, cols, huge_pages},
+        act_(activations) {}
   DenseLinearOp(HugePageBuffer huge, DenseDType dtype, size_t rows, size_t cols, kernels::ActivationType activations)
-      : huge_(std::move(huge)), m_{huge_.data(), dtype, rows, cols}, act_(activations) {}
+      : huge_(std::move(huge)), m_{huge_.data(), dtype, rows, cols, /*huge_pages=*/true}, act_(activations) {}
 
   size_t in_features() const override { return m_.cols; }
   size_t out_features() const override { return m_.rows; }
@@ -83,7 +87,7 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, Den
       owned.reset(rows * cols * sizeof(float), /*zero=*/false);
       SUBMOE_RETURN_IF_ERROR(io::read_as_f32(w, {reinterpret_cast<float*>(owned.data()), rows * cols}));
       return std::unique_ptr<LinearOp>(
-          new DenseLinearOp(nullptr, DenseDType::kF32, rows, cols, std::move(owned), activations));
+          new DenseLinearOp(nullptr, DenseDType::kF32, rows, cols, std::move(owned), activations, false));
     }
     default:
       return invalid_argument("tensor '" + w.name + "': dtype " + std::string(io::dtype_name(w.dtype)) +
@@ -102,13 +106,16 @@ Result<std::unique_ptr<LinearOp>> make_dense_linear(const io::TensorView& w, Den
     owned.reset(w.nbytes, /*zero=*/false);
     std::memcpy(owned.data(), w.data, w.nbytes);
   }
-  return std::unique_ptr<LinearOp>(new DenseLinearOp(w.data, dtype, rows, cols, std::move(owned), activations));
+  // In place: asked once, here, of the file mapping (the loader's finiteness
+  // check has touched these pages, so their page size is established).
+  const bool huge = owned.empty() && mapped_with_huge_pages(w.data);
+  return std::unique_ptr<LinearOp>(new DenseLinearOp(w.data, dtype, rows, cols, std::move(owned), activations, huge));
 }
 
 std::unique_ptr<LinearOp> make_dense_linear(const void* data, DenseDType dtype, size_t out_features,
                                             size_t in_features) {
   return std::make_unique<DenseLinearOp>(data, dtype, out_features, in_features, AlignedBuffer<uint8_t>(),
-                                         kernels::ActivationType::kF32);
+                                         kernels::ActivationType::kF32, /*huge_pages=*/false);
 }
 
 }  // namespace submoe::model

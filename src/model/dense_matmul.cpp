@@ -12,6 +12,7 @@ DenseRowsCall::DenseRowsCall(const DenseMatrix& w, const float* in, size_t n, fl
   args_.batch = static_cast<uint32_t>(n);
   args_.y = out;
   args_.y_stride = ldo;
+  args_.prefetch_next_row = !w.huge_pages;
   fn_ = kernels::prepare_dense_activations(table, &args_, activations);
 }
 

@@ -15,6 +15,7 @@ struct DenseMatrix {
   DenseDType dtype;
   size_t rows;
   size_t cols;
+  bool huge_pages = false;  // in 2 MiB pages (kernels::DenseGemmArgs::prefetch_next_row)
 };
 
 // One kernel call over at most kernels::kMaxKernelBatch tokens, ready to run on

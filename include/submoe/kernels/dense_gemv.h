@@ -33,6 +33,7 @@ struct DenseMatrixView {
   uint32_t rows = 0;
   uint32_t cols = 0;
   size_t stride = 0;  // elements between rows, >= cols
+  bool huge_pages = false;  // the rows are in 2 MiB pages (DenseGemmArgs::prefetch_next_row)
 
   static DenseMatrixView f32(const float* w, uint32_t rows, uint32_t cols) {
     return {w, DenseType::kF32, rows, cols, cols};
@@ -56,6 +57,11 @@ struct DenseGemmArgs {
   // prepare_dense_activations fills it.
   const uint16_t* x_bf16 = nullptr;
   size_t x_bf16_stride = 0;
+  // A single token's rows are read one at a time; this chooses what the
+  // software prefetch reaches for: the next row (weights in 4 KiB pages) or
+  // 1 KiB ahead in the same row (2 MiB pages: core/page_backing.h). Speed
+  // only; results are the same bits either way.
+  bool prefetch_next_row = false;
 };
 
 using DenseRowsFn = void (*)(const DenseGemmArgs& args, uint32_t row_begin, uint32_t row_end);
