@@ -3,7 +3,7 @@
 // weights are widened with a zero-extend and a 16-bit shift (exact). Streaming
 // from DRAM, one core is far below its FMA limit: the loop is shaped for few
 // instructions per loaded byte, and each row stream gets a software prefetch
-// 1 KiB ahead into L2 (docs/perf-notes.md).
+// (docs/perf-notes.md).
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -17,11 +17,12 @@
 namespace submoe::kernels::detail {
 namespace {
 
-// Software prefetch distance per row stream, into L2. Measured cold (2080x6144,
-// 1 thread, bf16, into L1 on a Xeon): none 2130 us, 512 B 1950, 1 KiB 1850,
+// Software prefetch distance per row stream: into L1 for the 4-row tiles, into
+// L2 for a single token's row-by-row stream. Measured cold (2080x6144, 1 thread,
+// bf16, 4-row tiles into L1 on a Xeon): none 2130 us, 512 B 1950, 1 KiB 1850,
 // 2 KiB 2100, 4 KiB 2020. On the Zen 4 host, the synth bf16 decode (1 thread):
-// 1 KiB into L1 16 tok/s (four rows) and 27 (row by row), into L2 35, none 33;
-// L1's few outstanding misses fill up (docs/perf-notes.md).
+// 1 KiB into L1 16 tok/s (four rows) and 27 (row by row), row by row into L2
+// 35, none 33: L1's few outstanding misses fill up (docs/perf-notes.md).
 constexpr uint32_t kPrefetchBytes = 1024;
 
 template <typename W>
