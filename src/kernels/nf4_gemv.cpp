@@ -17,9 +17,15 @@ namespace {
 constexpr size_t kRowGrain = 16;
 // Below this many multiply-adds the call stays on one thread.
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
-const Nf4GemvKernels kScalar{Isa::kScalar, &detail::nf4_rows_scalar};
-const Nf4GemvKernels kAvx2{Isa::kAvx2, &detail::nf4_rows_avx2};
-const Nf4GemvKernels kAvx512{Isa::kAvx512, &detail::nf4_rows_avx512};
+const Nf4GemvKernels kScalar{Isa::kScalar, &detail::nf4_rows_scalar, &detail::nf4_rows_i8_scalar};
+const Nf4GemvKernels kAvx2{Isa::kAvx2, &detail::nf4_rows_avx2, &detail::nf4_rows_i8_avx2};
+
+const Nf4GemvKernels& avx512_table() {
+  static const Nf4GemvKernels table{Isa::kAvx512, &detail::nf4_rows_avx512,
+                                    cpu_features().avx512_vnni ? &detail::nf4_rows_i8_avx512vnni
+                                                               : &detail::nf4_rows_i8_avx2};
+  return table;
+}
 
 }  // namespace
 
@@ -60,7 +66,9 @@ void nf4_row_absmax(const Nf4View& w, uint32_t r, float* out) {
   }
 }
 
-const Nf4GemvKernels& nf4_gemv_kernels(Isa isa) { return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512); }
+const Nf4GemvKernels& nf4_gemv_kernels(Isa isa) {
+  return isa == Isa::kAvx512 ? avx512_table() : detail::table_for_isa(isa, kScalar, kAvx2, kAvx2);
+}
 
 const Nf4GemvKernels& best_nf4_gemv_kernels() {
   static const Nf4GemvKernels& best = nf4_gemv_kernels(best_isa());
@@ -84,6 +92,45 @@ Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& a, ThreadPool* pool)
   rows_args.x_stride = w.cols;
   const size_t macs = size_t{w.rows} * w.cols * a.batch;
   detail::run_rows(k.rows, rows_args, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
+  return Status::ok();
+}
+
+Status gemm_nf4_i8(const Nf4GemvKernels& k, const Nf4I8Args& a, ThreadPool* pool) {
+  const Nf4View& w = a.w;
+  if (!nf4::check_shape(w.rows, w.cols, w.block).is_ok())
+    return invalid_argument("gemm_nf4_i8: a [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
+                            "] matrix in blocks of " + std::to_string(w.block) +
+                            " (a power-of-two block of 32..4096 dividing the columns)");
+  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_nf4_i8: batch out of range");
+  if (w.codes == nullptr || w.absmax == nullptr || (w.scales == nf4::Nf4Scales::kDq8 && w.absmax2 == nullptr) ||
+      a.xq == nullptr || a.x_scales == nullptr || a.y == nullptr)
+    return invalid_argument("gemm_nf4_i8: null pointer");
+  if (a.batch > 1 && (a.xq_stride < w.cols || a.y_stride < w.rows))
+    return invalid_argument("gemm_nf4_i8: stride smaller than the row");
+  // The activations in the kernels' layout (Nf4I8Rows), with the lane corrections.
+  const uint32_t units = (w.cols + kNf4I8Unit - 1) / kNf4I8Unit;
+  const size_t xl_stride = size_t{units} * kNf4I8Unit, nc_stride = size_t{units} * 16;
+  thread_local std::vector<int8_t> xl;
+  thread_local std::vector<int32_t> neg128;
+  xl.assign(xl_stride * a.batch, 0);
+  neg128.resize(nc_stride * a.batch);
+  for (uint32_t t = 0; t < a.batch; ++t) {
+    const int8_t* q = a.xq + t * a.xq_stride;
+    int8_t* dst = xl.data() + t * xl_stride;
+    for (uint32_t c = 0; c < w.cols; ++c)
+      dst[(c / kNf4I8Unit) * kNf4I8Unit + detail::nf4_i8_slot(c % kNf4I8Unit)] = q[c];
+    int32_t* nc = neg128.data() + t * nc_stride;
+    for (uint32_t u = 0; u < units; ++u)
+      for (uint32_t i = 0; i < 16; ++i) {
+        int32_t sum = 0;
+        for (uint32_t j = 0; j < 4; ++j)
+          sum += dst[u * kNf4I8Unit + 4 * i + j] + dst[u * kNf4I8Unit + 64 + 4 * i + j];
+        nc[u * 16 + i] = -128 * sum;
+      }
+  }
+  Nf4I8Rows rows{w, xl.data(), neg128.data(), units, a.x_scales, a.batch, a.y, a.y_stride};
+  const size_t macs = size_t{w.rows} * w.cols * a.batch;
+  detail::run_rows(k.rows_i8, rows, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
   return Status::ok();
 }
 

@@ -7,6 +7,9 @@
 // FMAs per 32 weights; tokens go 4 at a time.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "avx2_reduce.h"
 #include "nf4_gemv_internal.h"
 #include "token_groups.h"
@@ -64,7 +67,68 @@ void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
         hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
 }
 
+// The int8 product (Nf4I8Rows) without VNNI: a unit's 64 code bytes go as two
+// halves of 32; each nibble indexes the signed kNf4I8 with vpshufb, and
+// vpmaddubsw multiplies |w| by the activation with w's sign (pairs at most
+// 2 x 127 x 127, no saturation), widened to int32 per half of each side.
+template <int kTokens>
+void row_tokens_i8(const Nf4I8Rows& a, uint32_t r, uint32_t t0) {
+  const uint32_t cols = a.w.cols, block = a.w.block;
+  const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
+  const float* s = nf4_block_absmax_padded(a.w, r);
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kNf4I8)));
+  const __m256i nibble = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  // Lane i covers columns 8i..8i+7 of its 64-column half: block 8i / span past the half's first.
+  const int span = static_cast<int>(std::min(block, 64u));
+  __m256i lane_block;
+  {
+    alignas(32) int32_t idx[8];
+    for (int i = 0; i < 8; ++i) idx[i] = 8 * i / span;
+    lane_block = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
+  }
+  const size_t xl_stride = size_t{a.units} * kNf4I8Unit;
+  const size_t row_bytes = cols / 2;
+  __m256 acc[kTokens][2];
+  for (int t = 0; t < kTokens; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (uint32_t u = 0; u < a.units; ++u) {
+    alignas(32) uint8_t tail[64];
+    const uint8_t* p = codes + size_t{u} * 64;
+    if (size_t{u} * 64 + 64 > row_bytes) {  // the row's last 32, 64 or 96 columns, zeros past them
+      std::memset(tail, 0, sizeof tail);
+      std::memcpy(tail, p, row_bytes - size_t{u} * 64);
+      p = tail;
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
+      const __m256i wl = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
+      const __m256i wh = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      const __m256i al = _mm256_abs_epi8(wl), ah = _mm256_abs_epi8(wh);
+      const size_t first = (size_t{u} * kNf4I8Unit + 64 * static_cast<size_t>(h)) / block;
+      const __m256 scale = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + first), lane_block);
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* x = a.xl + (t0 + static_cast<uint32_t>(t)) * xl_stride + size_t{u} * kNf4I8Unit + 32 * h;
+        const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+        const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64));
+        const __m256i sum =
+            _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(xo, wl)), ones),
+                             _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(xe, wh)), ones));
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    const uint32_t tok = t0 + static_cast<uint32_t>(t);
+    a.y[tok * a.y_stride + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1])) * (a.x_scales[tok] / 127.0f);
+  }
+}
+
 }  // namespace
+
+void nf4_rows_i8_avx2(const Nf4I8Rows& a, uint32_t row_begin, uint32_t row_end) {
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens_i8<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens_i8<1>(a, r, t); });
+}
 
 void nf4_rows_avx2(const Nf4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   for_rows_and_token_groups(

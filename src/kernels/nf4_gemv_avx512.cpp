@@ -8,6 +8,8 @@
 // registers.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 // GCC 12: see ternary_gemv_avx512.cpp about -Wmaybe-uninitialized.
@@ -99,7 +101,82 @@ void row_tokens(const Nf4GemmArgs& a, uint32_t r, uint32_t t0) {
         _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
+// The int8 product (Nf4I8Rows) with VNNI: a unit of 128 columns is one load
+// of 64 code bytes; the low and the high nibbles each index kNf4I8 + 128 (an
+// unsigned byte) with one vpshufb, and vpdpbusd multiplies those by the signed
+// activations, starting from the unit's lane corrections (-128 sum x), so each
+// lane holds the exact signed sum of its 8 columns. One cvt and one FMA with
+// the lanes' block absmaxes per unit and token: about 10 vector operations per
+// 128 weights against 28 for the f32 table above.
+constexpr size_t kI8PrefetchBytes = 2048;  // ahead in the row stream (bytes)
+
+template <int kTokens>
+void row_tokens_i8(const Nf4I8Rows& a, uint32_t r, uint32_t t0) {
+  const uint32_t cols = a.w.cols, block = a.w.block, full = cols / kNf4I8Unit;
+  const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
+  const float* s = nf4_block_absmax_padded(a.w, r);
+  alignas(16) static constexpr auto kLut = [] {
+    std::array<uint8_t, 16> t{};
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kNf4I8[i] + 128);
+    return t;
+  }();
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kLut.data())));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // Lane i covers columns 8i..8i+7 of its unit: block 8i / span past the unit's first.
+  const int span = static_cast<int>(std::min(block, kNf4I8Unit));
+  __m512i lane_block = _mm512_setzero_si512();
+  {
+    alignas(64) int32_t idx[16];
+    for (int i = 0; i < 16; ++i) idx[i] = 8 * i / span;
+    lane_block = _mm512_load_si512(idx);
+  }
+  const size_t xl_stride = size_t{a.units} * kNf4I8Unit, nc_stride = size_t{a.units} * 16;
+  const int8_t* xl[kTokens];
+  const int32_t* nc[kTokens];
+  for (int t = 0; t < kTokens; ++t) {
+    xl[t] = a.xl + (t0 + static_cast<uint32_t>(t)) * xl_stride;
+    nc[t] = a.neg128 + (t0 + static_cast<uint32_t>(t)) * nc_stride;
+  }
+  __m512 acc[kTokens][2];
+  for (int t = 0; t < kTokens; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+  auto unit = [&](uint32_t u, __m512i v, int k) {
+    const __m512i wl = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, nibble));
+    const __m512i wh = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+    const __m512 scale = _mm512_permutexvar_ps(lane_block, _mm512_loadu_ps(s + size_t{u} * kNf4I8Unit / block));
+    for (int t = 0; t < kTokens; ++t) {
+      const int8_t* x = xl[t] + size_t{u} * kNf4I8Unit;
+      __m512i sum = _mm512_dpbusd_epi32(_mm512_loadu_si512(nc[t] + size_t{u} * 16), wl, _mm512_loadu_si512(x));
+      sum = _mm512_dpbusd_epi32(sum, wh, _mm512_loadu_si512(x + 64));
+      acc[t][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[t][k]);
+    }
+  };
+  uint32_t u = 0;
+  for (; u + 2 <= full; u += 2) {
+    const uint8_t* p = codes + size_t{u} * 64;
+    _mm_prefetch(reinterpret_cast<const char*>(p + kI8PrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kI8PrefetchBytes + 64), _MM_HINT_T0);
+    unit(u, _mm512_loadu_si512(p), 0);
+    unit(u + 1, _mm512_loadu_si512(p + 64), 1);
+  }
+  if (u < full) unit(u, _mm512_loadu_si512(codes + size_t{u} * 64), 0), ++u;
+  if (u < a.units) {  // 32, 64 or 96 columns: their bytes, zeros past them (which meet zero activations)
+    const uint32_t tail_bytes = (cols - u * kNf4I8Unit) / 2;
+    unit(u, _mm512_maskz_loadu_epi8((__mmask64{1} << tail_bytes) - 1, codes + size_t{u} * 64), 1);
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    const uint32_t tok = t0 + static_cast<uint32_t>(t);
+    a.y[tok * a.y_stride + r] =
+        _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1])) * (a.x_scales[tok] / 127.0f);
+  }
+}
+
 }  // namespace
+
+void nf4_rows_i8_avx512vnni(const Nf4I8Rows& a, uint32_t row_begin, uint32_t row_end) {
+  for_rows_and_token_groups(
+      row_begin, row_end, a.batch, [&](uint32_t r, uint32_t t) { row_tokens_i8<4>(a, r, t); },
+      [&](uint32_t r, uint32_t t) { row_tokens_i8<1>(a, r, t); });
+}
 
 void nf4_rows_avx512(const Nf4GemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   for_rows_and_token_groups(

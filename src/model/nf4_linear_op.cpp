@@ -17,6 +17,10 @@ std::unique_ptr<LinearOp> make_nf4_linear(nf4::Nf4Matrix m, kernels::ActivationT
         std::snprintf(buf, sizeof buf, "nf4 [%u, %u] block %u, %s absmax", w.rows, w.cols, w.block,
                       std::string(nf4::scales_name(w.scales)).c_str());
         return std::string(buf);
+      },
+      [](const kernels::Nf4GemvKernels& k, const nf4::Nf4Matrix& w, const int8_t* xq, const float* scales,
+         uint32_t nb, float* y, ThreadPool* pool) {
+        return kernels::gemm_nf4_i8(k, {kernels::Nf4View::of(w), xq, w.cols, scales, nb, y, w.rows}, pool);
       });
 }
 

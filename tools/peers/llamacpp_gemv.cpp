@@ -317,6 +317,15 @@ int main(int argc, char** argv) {
                                                &pool);
                      },
                      {}});
+    auto q = std::make_shared<std::vector<int8_t>>(cols);
+    auto qs = std::make_shared<float>(0.0f);
+    timed.push_back({"submoe nf4 (dq8), int8 activations", bpw, count, [&, q, qs, xf](uint32_t i) {
+                       // quantized in the call, as the op does it (llama.cpp multiplies IQ4_NL by q8_0)
+                       *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                       (void)kernels::gemm_nf4_i8(
+                           nk, {kernels::Nf4View::of(nf[i]), q->data(), cols, qs.get(), 1, y.data(), rows}, &pool);
+                     },
+                     {}});
   }
 
   // submoe squeezellm (kernels/squeezellm_gemv.h): random ascending fp16 row
