@@ -12,9 +12,14 @@ namespace submoe::kernels {
 namespace {
 constexpr size_t kRowGrain = 16;
 constexpr size_t kParallelMinMacs = size_t{1} << 16;
-const SqueezeGemvKernels kScalar{Isa::kScalar, &detail::squeezellm_rows_scalar};
-const SqueezeGemvKernels kAvx2{Isa::kAvx2, &detail::squeezellm_rows_avx2};
-const SqueezeGemvKernels kAvx512{Isa::kAvx512, &detail::squeezellm_rows_avx512};
+const SqueezeGemvKernels kScalar{Isa::kScalar, &detail::squeezellm_rows_scalar, &detail::squeezellm_rows_i8_scalar};
+const SqueezeGemvKernels kAvx2{Isa::kAvx2, &detail::squeezellm_rows_avx2, &detail::squeezellm_rows_i8_scalar};
+const SqueezeGemvKernels& avx512_table() {
+  static const SqueezeGemvKernels table{Isa::kAvx512, &detail::squeezellm_rows_avx512,
+                                        cpu_features().avx512_vnni ? &detail::squeezellm_rows_i8_avx512vnni
+                                                                   : &detail::squeezellm_rows_i8_scalar};
+  return table;
+}
 }  // namespace
 
 SqueezeView SqueezeView::of(const squeezellm::SqueezeMatrix& m) {
@@ -35,7 +40,7 @@ SqueezeView SqueezeView::of(const squeezellm::SqueezeMatrix& m) {
 const SqueezeGemvKernels& squeezellm_gemv_kernels(Isa isa) {
   // The 3-bit AVX-512 path needs VBMI (vpmultishiftqb); without it the AVX2 rows run.
   if (isa == Isa::kAvx512 && !cpu_features().avx512_vbmi) return kAvx2;
-  return detail::table_for_isa(isa, kScalar, kAvx2, kAvx512);
+  return isa == Isa::kAvx512 ? avx512_table() : detail::table_for_isa(isa, kScalar, kAvx2, kAvx2);
 }
 
 const SqueezeGemvKernels& best_squeezellm_gemv_kernels() {
@@ -58,6 +63,35 @@ Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& a, Th
   if (w.bits == 4) rows_args.x_split = detail::deinterleave_activations(a.x, a.x_stride, a.batch, w.cols);
   const size_t macs = size_t{w.rows} * w.cols * a.batch;
   detail::run_rows(k.rows, rows_args, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
+  return Status::ok();
+}
+
+Status gemm_squeezellm_i8(const SqueezeGemvKernels& k, const SqueezeI8Args& a, ThreadPool* pool) {
+  const SqueezeView& w = a.w;
+  if (!squeezellm::check_shape(w.rows, w.cols, w.bits).is_ok())
+    return invalid_argument("gemm_squeezellm_i8: a " + std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) +
+                            ", " + std::to_string(w.cols) + "] matrix (3 or 4 bits, columns a multiple of 32)");
+  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_squeezellm_i8: batch out of range");
+  if (w.codes == nullptr || w.lut == nullptr || a.xq == nullptr || a.x_scales == nullptr || a.y == nullptr ||
+      (w.row_ptr != nullptr && (w.col == nullptr || w.value == nullptr)))
+    return invalid_argument("gemm_squeezellm_i8: null pointer");
+  if (a.batch > 1 && (a.xq_stride < w.cols || a.y_stride < w.rows))
+    return invalid_argument("gemm_squeezellm_i8: stride smaller than the row");
+  thread_local std::vector<int32_t> q_sums;
+  thread_local std::vector<float> dequant;
+  q_sums.assign(a.batch, 0);
+  if (w.row_ptr != nullptr) dequant.resize(size_t{a.batch} * w.cols);
+  for (uint32_t t = 0; t < a.batch; ++t) {
+    const int8_t* q = a.xq + t * a.xq_stride;
+    int32_t sum = 0;
+    for (uint32_t c = 0; c < w.cols; ++c) sum += q[c];
+    q_sums[t] = sum;
+    if (w.row_ptr != nullptr)
+      for (uint32_t c = 0; c < w.cols; ++c) dequant[size_t{t} * w.cols + c] = a.x_scales[t] * static_cast<float>(q[c]);
+  }
+  const SqueezeI8Rows rows{a, q_sums.data(), w.row_ptr != nullptr ? dequant.data() : nullptr};
+  const size_t macs = size_t{w.rows} * w.cols * a.batch;
+  detail::run_rows(k.rows_i8, rows, w.rows, kRowGrain, macs >= kParallelMinMacs ? pool : nullptr);
   return Status::ok();
 }
 

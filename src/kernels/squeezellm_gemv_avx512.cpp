@@ -19,6 +19,7 @@
 
 #include "csr_pass_avx512.h"
 #include "squeezellm_gemv_internal.h"
+#include "submoe/kernels/activations.h"
 #include "token_groups.h"
 
 namespace submoe::kernels::detail {
@@ -95,7 +96,97 @@ void row_tokens(const SqueezeGemmArgs& a, uint32_t r, uint32_t t0) {
         _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
+// The int8 product (SqueezeI8Rows) with VBMI and VNNI. Both widths are one
+// LSB-first bit stream per row (3-bit: column c at bit 3c; 4-bit: a byte's high
+// nibble first), so a unit of 128 columns is one load of 16 x bits bytes:
+// vpermb puts the bytes of columns 8k..8k+7 into qword k, vpmultishiftqb moves
+// each column's code to the bottom of its byte, and vpshufb looks it up in the
+// row's table plus 128 (unsigned); vpdpbusd multiplies those by the signed
+// activations in column order. 128 times each token's sum of q is taken off at
+// the end. About 11 vector operations per 128 weights.
+constexpr size_t kI8PrefetchBytes = 2048;  // ahead in the row stream
+
+struct I8Decode {
+  __m512i idx0, idx1, ctrl, mask;
+  explicit I8Decode(uint32_t bits) {
+    alignas(64) uint8_t i0[64], i1[64], c[64];
+    for (int k = 0; k < 8; ++k)
+      for (int i = 0; i < 8; ++i) {
+        i0[8 * k + i] = static_cast<uint8_t>(static_cast<int>(bits) * k + i);
+        i1[8 * k + i] = static_cast<uint8_t>(static_cast<int>(bits) * (k + 8) + i);
+        c[8 * k + i] = static_cast<uint8_t>(bits == 3 ? 3 * i : 8 * (i / 2) + (i % 2 == 0 ? 4 : 0));
+      }
+    idx0 = _mm512_load_si512(i0);
+    idx1 = _mm512_load_si512(i1);
+    ctrl = _mm512_load_si512(c);
+    mask = _mm512_set1_epi8(static_cast<char>((1 << bits) - 1));
+  }
+  // The table entries of the unit's columns 0..63 and 64..127 (bytes at v).
+  inline void words(__m512i v, __m512i lut, __m512i* a, __m512i* b) const {
+    *a = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, _mm512_permutexvar_epi8(idx0, v)), mask));
+    *b = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, _mm512_permutexvar_epi8(idx1, v)), mask));
+  }
+};
+
+template <int kTokens>
+void row_sums_i8(const SqueezeI8Rows& a, uint32_t r, uint32_t t0, const I8Decode& d, __m512i lut, int32_t* sums) {
+  const SqueezeView& w = a.a.w;
+  const uint32_t cols = w.cols, full = cols / 128, rest = cols % 128;
+  const size_t row_bytes = squeezellm::row_code_bytes(cols, w.bits), unit_bytes = size_t{16} * w.bits;
+  const uint8_t* codes = w.codes + r * row_bytes;
+  const int8_t* xq[kTokens];
+  for (int t = 0; t < kTokens; ++t) xq[t] = a.a.xq + (t0 + static_cast<uint32_t>(t)) * a.a.xq_stride;
+  __m512i acc[kTokens][2];
+  for (int t = 0; t < kTokens; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_si512();
+  // Units whose 64-byte load stays inside the row, then the rest with masked loads.
+  const uint32_t plain = row_bytes >= 64 ? std::min<uint32_t>(full, static_cast<uint32_t>((row_bytes - 64) / unit_bytes + 1)) : 0;
+  uint32_t u = 0;
+  for (; u < plain; ++u) {
+    const uint8_t* p = codes + u * unit_bytes;
+    _mm_prefetch(reinterpret_cast<const char*>(p + kI8PrefetchBytes), _MM_HINT_T0);
+    __m512i wa, wb;
+    d.words(_mm512_loadu_si512(p), lut, &wa, &wb);
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t][0] = _mm512_dpbusd_epi32(acc[t][0], wa, _mm512_loadu_si512(xq[t] + size_t{u} * 128));
+      acc[t][1] = _mm512_dpbusd_epi32(acc[t][1], wb, _mm512_loadu_si512(xq[t] + size_t{u} * 128 + 64));
+    }
+  }
+  for (; u * 128 < cols; ++u) {  // zero codes past the row meet zero activations
+    const size_t left = row_bytes - u * unit_bytes;
+    const __mmask64 bytes = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+    const uint32_t n = u < full ? 128 : rest;
+    const __mmask64 m0 = n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    const __mmask64 m1 = n >= 128 ? ~__mmask64{0} : n > 64 ? (__mmask64{1} << (n - 64)) - 1 : 0;
+    __m512i wa, wb;
+    d.words(_mm512_maskz_loadu_epi8(bytes, codes + u * unit_bytes), lut, &wa, &wb);
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t][0] = _mm512_dpbusd_epi32(acc[t][0], wa, _mm512_maskz_loadu_epi8(m0, xq[t] + size_t{u} * 128));
+      acc[t][1] = _mm512_dpbusd_epi32(acc[t][1], wb, _mm512_maskz_loadu_epi8(m1, xq[t] + size_t{u} * 128 + 64));
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    const uint32_t tok = t0 + static_cast<uint32_t>(t);
+    sums[tok] = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[t][0], acc[t][1])) - 128 * a.q_sums[tok];
+  }
+}
+
 }  // namespace
+
+void squeezellm_rows_i8_avx512vnni(const SqueezeI8Rows& a, uint32_t row_begin, uint32_t row_end) {
+  const I8Decode d(a.a.w.bits);
+  int32_t sums[kMaxKernelBatch];
+  int8_t table[16];
+  for (uint32_t r = row_begin; r < row_end; ++r) {
+    const float step = squeezellm_row_i8_table(a.a.w, r, table);
+    alignas(16) uint8_t lut_bytes[16];
+    for (int j = 0; j < 16; ++j) lut_bytes[j] = static_cast<uint8_t>(table[j] + 128);
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lut_bytes)));
+    uint32_t t = 0;
+    for (; t + 4 <= a.a.batch; t += 4) row_sums_i8<4>(a, r, t, d, lut, sums);
+    for (; t < a.a.batch; ++t) row_sums_i8<1>(a, r, t, d, lut, sums);
+    squeezellm_i8_row_epilogue(a, r, sums, step, table[0]);
+  }
+}
 
 void squeezellm_rows_avx512(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end) {
   for_rows_and_token_groups(

@@ -2,6 +2,9 @@
 // share: the row's table widened to floats, and the sparse correction.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+
 #include "csr_pass.h"
 #include "finite_half.h"
 #include "submoe/kernels/squeezellm_gemv.h"
@@ -11,6 +14,8 @@ namespace submoe::kernels::detail {
 void squeezellm_rows_scalar(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void squeezellm_rows_avx2(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end);
 void squeezellm_rows_avx512(const SqueezeGemmArgs& a, uint32_t row_begin, uint32_t row_end);
+void squeezellm_rows_i8_scalar(const SqueezeI8Rows& a, uint32_t row_begin, uint32_t row_end);
+void squeezellm_rows_i8_avx512vnni(const SqueezeI8Rows& a, uint32_t row_begin, uint32_t row_end);
 
 // Row r's table as 16 floats (an 8-entry table repeated twice, so that an
 // index's bit 3 does not matter).
@@ -24,6 +29,28 @@ inline void squeezellm_row_table(const SqueezeView& w, uint32_t r, float* table1
 inline CsrRows squeezellm_csr(const SqueezeView& w) { return {w.row_ptr, w.col, w.value}; }
 inline void squeezellm_row_exceptions(const SqueezeGemmArgs& a, uint32_t r, float lut0) {
   csr_row_pass(squeezellm_csr(a.w), r, lut0, a.x, a.x_stride, a.batch, a.y, a.y_stride);
+}
+
+// Row r's int8 table (16 entries, an 8-entry one repeated) and its step
+// m_r / 127 (0 for an all-zero table), as gemm_squeezellm_i8 defines them.
+inline float squeezellm_row_i8_table(const SqueezeView& w, uint32_t r, int8_t* table16) {
+  float t[16], m = 0.0f;
+  squeezellm_row_table(w, r, t);
+  for (float v : t) m = std::max(m, std::abs(v));
+  for (int j = 0; j < 16; ++j)
+    table16[j] = m == 0.0f ? int8_t{0} : static_cast<int8_t>(std::lround(127.0 * double{t[j]} / double{m}));
+  return m / 127.0f;
+}
+
+// The int8 product's end of a row for every token: y = float(sum) * step * s_t
+// (sums[t] holds the exact signed sum), then the exceptions from s_t q_t.
+inline void squeezellm_i8_row_epilogue(const SqueezeI8Rows& a, uint32_t r, const int32_t* sums, float step,
+                                       int8_t code0) {
+  for (uint32_t t = 0; t < a.a.batch; ++t)
+    a.a.y[t * a.a.y_stride + r] = static_cast<float>(sums[t]) * step * a.a.x_scales[t];
+  if (a.a.w.row_ptr != nullptr)
+    csr_row_pass(squeezellm_csr(a.a.w), r, step * static_cast<float>(code0), a.x_dequant, a.a.w.cols, a.a.batch,
+                 a.a.y, a.a.y_stride);
 }
 
 }  // namespace submoe::kernels::detail

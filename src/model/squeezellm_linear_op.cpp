@@ -26,6 +26,10 @@ std::unique_ptr<LinearOp> make_squeezellm_linear(squeezellm::SqueezeMatrix m, ke
         std::snprintf(buf, sizeof buf, "squeezellm [%u, %u] %u-bit row tables, %zu exceptions", w.rows, w.cols,
                       w.bits, w.nnz());
         return std::string(buf);
+      },
+      [](const kernels::SqueezeGemvKernels& k, const squeezellm::SqueezeMatrix& w, const int8_t* xq,
+         const float* scales, uint32_t nb, float* y, ThreadPool* pool) {
+        return kernels::gemm_squeezellm_i8(k, {kernels::SqueezeView::of(w), xq, w.cols, scales, nb, y, w.rows}, pool);
       });
 }
 

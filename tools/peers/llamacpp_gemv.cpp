@@ -391,6 +391,19 @@ int main(int argc, char** argv) {
                          (void)kernels::gemm_squeezellm(sk, sa, &pool);
                        },
                        {}});
+      std::snprintf(name, sizeof name, "submoe squeezellm %u-bit%s, int8 activations", sc.bits,
+                    sc.exceptions > 0 ? " + 0.45% exceptions" : "");
+      auto q = std::make_shared<std::vector<int8_t>>(cols);
+      auto qs = std::make_shared<float>(0.0f);
+      timed.push_back({name, 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols), count,
+                       [&, set, q, qs, xf](uint32_t i) {
+                         // quantized in the call, as the op does it (llama.cpp multiplies Q3_K by q8_K)
+                         *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                         (void)kernels::gemm_squeezellm_i8(
+                             sk, {kernels::SqueezeView::of((*set)[i]), q->data(), cols, qs.get(), 1, y.data(), rows},
+                             &pool);
+                       },
+                       {}});
     }
   }
 

@@ -51,9 +51,38 @@ struct SqueezeGemmArgs {
 };
 using SqueezeRowsFn = void (*)(const SqueezeGemmArgs& args, uint32_t row_begin, uint32_t row_end);
 
+// The int8-activation product (ActivationQuant::kInt8, `--execution
+// fused-int8`), as llama.cpp multiplies its k-quants by q8_K: each row's table
+// is rounded to int8 steps of its largest magnitude m_r,
+//   L_r[k] = round(127 lut[r][k] / m_r)   (|error| <= m_r / 254),
+// the row's sum over the int8 activations is exact in int32 (|sum| <= 127^2 x
+// 65535), and with token t's activations s_t q_t
+//   y[t][r] = float(sum_c L_r[code] q_t[c]) * (m_r / 127) * s_t
+//             + sum over the row's exceptions of (value - L_r[0] m_r / 127) s_t q_t[col]
+// (the dense pass counted code 0's int8 value under an exception).
+struct SqueezeI8Args {
+  SqueezeView w;
+  const int8_t* xq = nullptr;  // token t's cols int8 activations at xq + t * xq_stride
+  size_t xq_stride = 0;
+  const float* x_scales = nullptr;  // s_t
+  uint32_t batch = 1;
+  float* y = nullptr;
+  size_t y_stride = 0;
+};
+// What the int8 row kernels see: the arguments plus, filled by
+// gemm_squeezellm_i8, each token's sum of q (int32) and, for matrices with
+// exceptions, its activations s_t q_t as floats (stride cols).
+struct SqueezeI8Rows {
+  SqueezeI8Args a;
+  const int32_t* q_sums = nullptr;
+  const float* x_dequant = nullptr;
+};
+using SqueezeI8RowsFn = void (*)(const SqueezeI8Rows& args, uint32_t row_begin, uint32_t row_end);
+
 struct SqueezeGemvKernels {
   Isa isa = Isa::kScalar;
   SqueezeRowsFn rows = nullptr;
+  SqueezeI8RowsFn rows_i8 = nullptr;  // AVX-512 with VBMI and VNNI, else the scalar definition
 };
 const SqueezeGemvKernels& squeezellm_gemv_kernels(Isa isa);
 const SqueezeGemvKernels& best_squeezellm_gemv_kernels();
@@ -61,5 +90,7 @@ const SqueezeGemvKernels& best_squeezellm_gemv_kernels();
 // y = W x for args.batch tokens (1..kMaxKernelBatch), rows split across `pool`
 // (may be null); kInvalidArgument on a bad shape or stride.
 Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& args, ThreadPool* pool);
+// The same over int8 activations (SqueezeI8Args).
+Status gemm_squeezellm_i8(const SqueezeGemvKernels& k, const SqueezeI8Args& args, ThreadPool* pool);
 
 }  // namespace submoe::kernels
