@@ -184,7 +184,10 @@ void squeezellm_rows_i8_avx512vnni(const SqueezeI8Rows& a, uint32_t row_begin, u
     uint32_t t = 0;
     for (; t + 4 <= a.a.batch; t += 4) row_sums_i8<4>(a, r, t, d, lut, sums);
     for (; t < a.a.batch; ++t) row_sums_i8<1>(a, r, t, d, lut, sums);
-    squeezellm_i8_row_epilogue(a, r, sums, step, table[0]);
+    squeezellm_i8_row_dense(a, r, sums, step);
+    if (a.a.w.row_ptr != nullptr)
+      csr_row_pass_avx512(squeezellm_csr(a.a.w), r, step * static_cast<float>(table[0]), a.x_dequant, a.a.w.cols,
+                          a.a.batch, a.a.y, a.a.y_stride);
   }
 }
 

@@ -42,15 +42,12 @@ inline float squeezellm_row_i8_table(const SqueezeView& w, uint32_t r, int8_t* t
   return m / 127.0f;
 }
 
-// The int8 product's end of a row for every token: y = float(sum) * step * s_t
-// (sums[t] holds the exact signed sum), then the exceptions from s_t q_t.
-inline void squeezellm_i8_row_epilogue(const SqueezeI8Rows& a, uint32_t r, const int32_t* sums, float step,
-                                       int8_t code0) {
+// The int8 product's dense end of a row for every token: y = float(sum) *
+// step * s_t (sums[t] holds the exact signed sum). The exceptions follow from
+// s_t q_t (x_dequant) with offset step * table[0] (csr_row_pass or its AVX-512 form).
+inline void squeezellm_i8_row_dense(const SqueezeI8Rows& a, uint32_t r, const int32_t* sums, float step) {
   for (uint32_t t = 0; t < a.a.batch; ++t)
     a.a.y[t * a.a.y_stride + r] = static_cast<float>(sums[t]) * step * a.a.x_scales[t];
-  if (a.a.w.row_ptr != nullptr)
-    csr_row_pass(squeezellm_csr(a.a.w), r, step * static_cast<float>(code0), a.x_dequant, a.a.w.cols, a.a.batch,
-                 a.a.y, a.a.y_stride);
 }
 
 }  // namespace submoe::kernels::detail

@@ -38,7 +38,9 @@ void squeezellm_rows_i8_scalar(const SqueezeI8Rows& a, uint32_t row_begin, uint3
       for (uint32_t c = 0; c < w.cols; ++c) sum += table[squeezellm::code_at(codes, c, w.bits)] * q[c];
       sums[t] = sum;
     }
-    squeezellm_i8_row_epilogue(a, r, sums.data(), step, table[0]);
+    squeezellm_i8_row_dense(a, r, sums.data(), step);
+    csr_row_pass(squeezellm_csr(w), r, step * static_cast<float>(table[0]), a.x_dequant, w.cols, a.a.batch, a.a.y,
+                 a.a.y_stride);
   }
 }
 
