@@ -1,5 +1,6 @@
 #include "submoe/kernels/nf4_gemv.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -117,16 +118,21 @@ Status gemm_nf4_i8(const Nf4GemvKernels& k, const Nf4I8Args& a, ThreadPool* pool
   for (uint32_t t = 0; t < a.batch; ++t) {
     const int8_t* q = a.xq + t * a.xq_stride;
     int8_t* dst = xl.data() + t * xl_stride;
-    for (uint32_t c = 0; c < w.cols; ++c)
-      dst[(c / kNf4I8Unit) * kNf4I8Unit + detail::nf4_i8_slot(c % kNf4I8Unit)] = q[c];
     int32_t* nc = neg128.data() + t * nc_stride;
-    for (uint32_t u = 0; u < units; ++u)
+    for (uint32_t u = 0; u < units; ++u) {
+      const uint32_t pairs = std::min(kNf4I8Unit, w.cols - u * kNf4I8Unit) / 2;
+      const int8_t* src = q + size_t{u} * kNf4I8Unit;
+      int8_t* odd = dst + size_t{u} * kNf4I8Unit;  // slots as detail::nf4_i8_slot places them
+      for (uint32_t j = 0; j < pairs; ++j) {
+        odd[j] = src[2 * j + 1];
+        odd[64 + j] = src[2 * j];
+      }
       for (uint32_t i = 0; i < 16; ++i) {
         int32_t sum = 0;
-        for (uint32_t j = 0; j < 4; ++j)
-          sum += dst[u * kNf4I8Unit + 4 * i + j] + dst[u * kNf4I8Unit + 64 + 4 * i + j];
+        for (uint32_t j = 0; j < 4; ++j) sum += odd[4 * i + j] + odd[64 + 4 * i + j];
         nc[u * 16 + i] = -128 * sum;
       }
+    }
   }
   Nf4I8Rows rows{w, xl.data(), neg128.data(), units, a.x_scales, a.batch, a.y, a.y_stride};
   const size_t macs = size_t{w.rows} * w.cols * a.batch;

@@ -170,23 +170,37 @@ void row_sums_i8(const SqueezeI8Rows& a, uint32_t r, uint32_t t0, const I8Decode
   }
 }
 
+// squeezellm_row_i8_table in vector operations (the same floats: vcvtph2ps is
+// exact, one vmulps, vcvtps2dq rounds to nearest even): the table plus 128 in
+// every 128-bit lane, code 0's int8 entry, and the step.
+inline float row_i8_lut(const SqueezeView& w, uint32_t r, __m512i* lut, int8_t* code0) {
+  const __m256i halves =
+      w.bits == 4 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.lut + size_t{r} * 16))
+                  : _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.lut + size_t{r} * 8)));
+  const __m512 v = _mm512_cvtph_ps(halves);
+  const float m = _mm512_reduce_max_ps(_mm512_abs_ps(v));
+  const float inv = m == 0.0f ? 0.0f : 127.0f / m;
+  const __m128i table = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(inv))));
+  *lut = _mm512_broadcast_i32x4(_mm_xor_si128(table, _mm_set1_epi8(static_cast<char>(0x80))));
+  *code0 = static_cast<int8_t>(_mm_cvtsi128_si32(table) & 0xFF);
+  return m / 127.0f;
+}
+
 }  // namespace
 
 void squeezellm_rows_i8_avx512vnni(const SqueezeI8Rows& a, uint32_t row_begin, uint32_t row_end) {
   const I8Decode d(a.a.w.bits);
   int32_t sums[kMaxKernelBatch];
-  int8_t table[16];
   for (uint32_t r = row_begin; r < row_end; ++r) {
-    const float step = squeezellm_row_i8_table(a.a.w, r, table);
-    alignas(16) uint8_t lut_bytes[16];
-    for (int j = 0; j < 16; ++j) lut_bytes[j] = static_cast<uint8_t>(table[j] + 128);
-    const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lut_bytes)));
+    __m512i lut;
+    int8_t code0 = 0;
+    const float step = row_i8_lut(a.a.w, r, &lut, &code0);
     uint32_t t = 0;
     for (; t + 4 <= a.a.batch; t += 4) row_sums_i8<4>(a, r, t, d, lut, sums);
     for (; t < a.a.batch; ++t) row_sums_i8<1>(a, r, t, d, lut, sums);
     squeezellm_i8_row_dense(a, r, sums, step);
     if (a.a.w.row_ptr != nullptr)
-      csr_row_pass_avx512(squeezellm_csr(a.a.w), r, step * static_cast<float>(table[0]), a.x_dequant, a.a.w.cols,
+      csr_row_pass_avx512(squeezellm_csr(a.a.w), r, step * static_cast<float>(code0), a.x_dequant, a.a.w.cols,
                           a.a.batch, a.a.y, a.a.y_stride);
   }
 }

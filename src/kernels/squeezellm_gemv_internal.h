@@ -32,13 +32,16 @@ inline void squeezellm_row_exceptions(const SqueezeGemmArgs& a, uint32_t r, floa
 }
 
 // Row r's int8 table (16 entries, an 8-entry one repeated) and its step
-// m_r / 127 (0 for an all-zero table), as gemm_squeezellm_i8 defines them.
+// m_r / 127, as gemm_squeezellm_i8 defines them: with m_r the largest |entry|
+// and inv = 127 / m_r (float division), L = nearest-even(float(v * inv)); an
+// all-zero table gives zeros and step 0. The AVX-512 rows compute the same
+// floats with vector operations (one product, the default rounding).
 inline float squeezellm_row_i8_table(const SqueezeView& w, uint32_t r, int8_t* table16) {
   float t[16], m = 0.0f;
   squeezellm_row_table(w, r, t);
   for (float v : t) m = std::max(m, std::abs(v));
-  for (int j = 0; j < 16; ++j)
-    table16[j] = m == 0.0f ? int8_t{0} : static_cast<int8_t>(std::lround(127.0 * double{t[j]} / double{m}));
+  const float inv = m == 0.0f ? 0.0f : 127.0f / m;
+  for (int j = 0; j < 16; ++j) table16[j] = static_cast<int8_t>(std::nearbyint(t[j] * inv));
   return m / 127.0f;
 }
 

@@ -248,6 +248,15 @@ float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32
   });
 }
 
+float quantize_activations_int8_fast(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q) {
+  static const detail::QuantizeI8Fn vector = [] {
+    const CpuFeatures& f = cpu_features();
+    if (best_isa() == Isa::kAvx512 && f.avx512_vbmi && f.avx512_vnni) return &detail::quantize_i8_f32_avx512;
+    return best_isa() != Isa::kScalar ? &detail::quantize_i8_f32_avx2 : detail::QuantizeI8Fn{nullptr};
+  }();
+  return detail::quantize_token_i8(vector, x, token, n, q);
+}
+
 const TernaryGemvKernels& ternary_gemv_kernels(Isa isa) {
   static const TernaryGemvKernels avx512 = avx512_kernels_for_cpu();
   return detail::table_for_isa(isa, kScalarKernels, kAvx2Kernels, avx512);

@@ -51,7 +51,7 @@ class FusedMatrixOp final : public LinearOp {
         scales.resize(nb);
         const auto view = kernels::ActivationsView::f32(in + t0 * cols, nb, cols);
         for (uint32_t t = 0; t < nb; ++t)
-          scales[t] = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols), &q[t * cols]);
+          scales[t] = kernels::quantize_activations_int8_fast(view, t, static_cast<uint32_t>(cols), &q[t * cols]);
         st = gemm_i8_(kernels_, m_, q.data(), scales.data(), nb, y, pool);
       } else {
         st = gemm_(kernels_, m_, rounded_inputs(in + t0 * cols, nb, cols, activations_, quant_), nb, y, pool);

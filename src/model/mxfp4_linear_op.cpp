@@ -36,7 +36,7 @@ class Mxfp4LinearOp final : public LinearOp {
         s.resize(nb);
         const auto view = kernels::ActivationsView::f32(x, nb, cols);
         for (uint32_t t = 0; t < nb; ++t)
-          s[t] = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols), &q[t * cols]);
+          s[t] = kernels::quantize_activations_int8_fast(view, t, static_cast<uint32_t>(cols), &q[t * cols]);
         st = kernels::gemm_mxfp4_i8(kernels_, {w, q.data(), cols, s.data(), nb, y, rows}, pool);
       } else {
         if (activations_ == kernels::ActivationType::kBF16) {  // as a bf16 checkpoint's expert sees its input

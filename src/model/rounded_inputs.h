@@ -25,7 +25,7 @@ inline const float* rounded_inputs(const float* x, uint32_t nb, size_t cols, ker
     q.resize(cols);
     const auto view = kernels::ActivationsView::f32(x, nb, cols);
     for (uint32_t t = 0; t < nb; ++t) {
-      const float s = kernels::quantize_activations_int8(view, t, static_cast<uint32_t>(cols), q.data());
+      const float s = kernels::quantize_activations_int8_fast(view, t, static_cast<uint32_t>(cols), q.data());
       for (size_t c = 0; c < cols; ++c) rounded[t * cols + c] = s * static_cast<float>(q[c]);
     }
   } else {

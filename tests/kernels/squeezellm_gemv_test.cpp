@@ -152,8 +152,9 @@ std::vector<int> i8_table(const squeezellm::SqueezeMatrix& m, uint32_t r, double
   double mx = 0;
   for (uint32_t j = 0; j < k; ++j) mx = std::max(mx, std::abs(double{f16_bits_to_float(m.lut[size_t{r} * k + j])}));
   std::vector<int> t(k, 0);
+  const float inv = 127.0f / static_cast<float>(mx);  // the definition's float steps
   for (uint32_t j = 0; j < k && mx > 0; ++j)
-    t[j] = static_cast<int>(std::lround(127.0 * f16_bits_to_float(m.lut[size_t{r} * k + j]) / mx));
+    t[j] = static_cast<int>(std::nearbyint(f16_bits_to_float(m.lut[size_t{r} * k + j]) * inv));
   *step = static_cast<float>(mx) / 127.0f;  // the format's float step
   return t;
 }

@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
                      {}});
     timed.push_back({"submoe mxfp4, int8 activations", bpw, count, [&, q, qs, xf](uint32_t i) {
                        // quantized in the call, as the op does it
-                       *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                       *qs = kernels::quantize_activations_int8_fast(xf, 0, cols, q->data());
                        const kernels::Mxfp4View w{mx[i].blocks.data(), mx[i].scales.data(), rows, cols};
                        (void)kernels::gemm_mxfp4_i8(mk, {w, q->data(), cols, qs.get(), 1, y.data(), rows}, &pool);
                      },
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
     auto qs = std::make_shared<float>(0.0f);
     timed.push_back({"submoe nf4 (dq8), int8 activations", bpw, count, [&, q, qs, xf](uint32_t i) {
                        // quantized in the call, as the op does it (llama.cpp multiplies IQ4_NL by q8_0)
-                       *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                       *qs = kernels::quantize_activations_int8_fast(xf, 0, cols, q->data());
                        (void)kernels::gemm_nf4_i8(
                            nk, {kernels::Nf4View::of(nf[i]), q->data(), cols, qs.get(), 1, y.data(), rows}, &pool);
                      },
@@ -398,7 +398,7 @@ int main(int argc, char** argv) {
       timed.push_back({name, 8.0 * static_cast<double>(first.bytes()) / (static_cast<double>(rows) * cols), count,
                        [&, set, q, qs, xf](uint32_t i) {
                          // quantized in the call, as the op does it (llama.cpp multiplies Q3_K by q8_K)
-                         *qs = kernels::quantize_activations_int8(xf, 0, cols, q->data());
+                         *qs = kernels::quantize_activations_int8_fast(xf, 0, cols, q->data());
                          (void)kernels::gemm_squeezellm_i8(
                              sk, {kernels::SqueezeView::of((*set)[i]), q->data(), cols, qs.get(), 1, y.data(), rows},
                              &pool);

@@ -55,6 +55,9 @@ const char* activation_quant_name(ActivationQuant q);
 // The kInt8 quantization of one token's n activations (see ActivationQuant):
 // writes q[0..n) and returns s. All-zero input gives s = 0 and q = 0.
 float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
+// The same q and s through this CPU's vector quantizer (AVX-512 with VBMI and
+// VNNI, or AVX2) for f32 input; quantize_activations_int8 otherwise.
+float quantize_activations_int8_fast(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
 
 // Largest batch the small-batch kernels take in one call (callers split larger
 // batches; beyond this a GEMM formulation wins anyway).

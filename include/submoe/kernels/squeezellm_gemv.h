@@ -54,7 +54,7 @@ using SqueezeRowsFn = void (*)(const SqueezeGemmArgs& args, uint32_t row_begin, 
 // The int8-activation product (ActivationQuant::kInt8, `--execution
 // fused-int8`), as llama.cpp multiplies its k-quants by q8_K: each row's table
 // is rounded to int8 steps of its largest magnitude m_r,
-//   L_r[k] = round(127 lut[r][k] / m_r)   (|error| <= m_r / 254),
+//   L_r[k] = nearest-even(float(lut[r][k] * float(127 / m_r)))   (|error| <= m_r / 254 + 1 ulp),
 // the row's sum over the int8 activations is exact in int32 (|sum| <= 127^2 x
 // 65535), and with token t's activations s_t q_t
 //   y[t][r] = float(sum_c L_r[code] q_t[c]) * (m_r / 127) * s_t
