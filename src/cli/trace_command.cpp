@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/trace_replay_command.h"
 #include "submoe/core/thread_pool.h"
 #include "submoe/offload/cache_simulator.h"
 #include "submoe/offload/trace_recorder.h"
@@ -125,7 +126,7 @@ Status record(const RecordOptions& o) {
 }
 
 void setup_trace(CLI::App& root) {
-  auto* trace = root.add_subcommand("trace", "Routing traces: recording, statistics and expert-cache simulation");
+  auto* trace = root.add_subcommand("trace", "Routing traces: recording, statistics, expert-cache simulation and replay on an artifact");
   trace->require_subcommand(1);
 
   auto* rec = trace->add_subcommand("record",
@@ -174,6 +175,8 @@ void setup_trace(CLI::App& root) {
     if (!report("trace stats", t.status())) return;
     print_stats(*t, offload::compute_trace_stats(*t), stats_json);
   });
+
+  setup_trace_replay(trace);
 
   auto* sim = trace->add_subcommand("simulate",
       "Replay a trace against one expert cache shared by all layers, in the true interleaved\n"
