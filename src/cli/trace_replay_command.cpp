@@ -94,7 +94,14 @@ Status replay(const ReplayOptions& o) {
                  {"read_seconds", r.read_seconds}, {"compute_seconds", r.compute_seconds},
                  {"wall_seconds", r.wall_seconds}, {"tokens_per_s", r.tokens_per_s()},
                  {"distinct_experts_per_layer_step", r.mean_distinct_experts()}, {"per_layer", layers}};
-    std::cout << j.dump() << "\n";
+    json jj = j;
+    if (const offload::Prefetcher* p = provider->prefetcher()) {
+      const offload::PrefetcherStats ps = p->stats();
+      jj["prefetcher"] = {{"requested", ps.requested}, {"cancelled", ps.cancelled}, {"loaded", ps.loaded},
+                          {"present", ps.present},     {"no_room", ps.no_room},     {"dropped", ps.dropped},
+                          {"failed", ps.failed}};
+    }
+    std::cout << jj.dump() << "\n";
     return Status::ok();
   }
   std::printf("%llu tokens in %llu steps of %u, %d threads, %s experts, %s cache of %.1f MB%s, io %s (page cache %s)\n",

@@ -65,6 +65,14 @@ assert j["page_cache"].startswith("bypassed") or j["store_notice"], j
 PY
 then echo "ok   batch 8: the union of the experts once per layer and step, O_DIRECT"; else fail "batch 8: $rc: $j"; fi
 
+rc=0; j=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 4 --prefetch --tokens 50 --json 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && python3 - "$j" <<'PY'
+import json, sys
+p = json.loads(sys.argv[1])["prefetcher"]
+assert p["requested"] > 0 and p["loaded"] + p["present"] + p["no_room"] + p["dropped"] + p["failed"] + p["cancelled"] <= p["requested"], p
+PY
+then echo "ok   --prefetch reports the prefetcher's outcomes"; else fail "prefetch: $rc: $j"; fi
+
 rc=0; out=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --tokens 20 2>&1) || rc=$?
 grep -q "hit rate" <<<"$out" && grep -q "tokens/s" <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   table output" ||
   fail "table: $rc: $out"
