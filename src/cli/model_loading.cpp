@@ -31,6 +31,12 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
       ->capture_default_str();
   cmd->add_flag("--prefetch", f->offload.prefetch,
                 "prefetch, on a background thread, the experts each layer used at the previous token");
+  cmd->add_option("--prefetch-from", f->offload.prefetch_from,
+                  "with --prefetch: 'previous' (the experts the next layer used at the previous token) or\n"
+                  "'affinity' (the next layer's experts most often routed together with this layer's in the\n"
+                  "--cache-profile trace, as many as this layer uses)")
+      ->check(CLI::IsMember({"previous", "affinity"}))
+      ->capture_default_str();
   cmd->add_option("--huge-pages", f->huge_pages,
                   "'on' copies every dense bf16/f32 matrix of 1 MiB or more into 2 MiB transparent huge pages at\n"
                   "load (the file mapping's pages are released); 'off' computes in place from the file mapping;\n"

@@ -86,7 +86,7 @@ Status replay(const ReplayOptions& o) {
     const json j{{"artifact", o.artifact}, {"trace", o.trace}, {"tokens", r.tokens}, {"steps", r.steps},
                  {"batch", r.batch}, {"threads", threads}, {"execution", o.execution},
                  {"policy", o.offload.cache_policy}, {"expert_cache_mb", o.offload.expert_cache_mb},
-                 {"prefetch", o.offload.prefetch}, {"io", o.offload.io}, {"page_cache", page_cache},
+                 {"prefetch", o.offload.prefetch ? o.offload.prefetch_from : std::string("off")}, {"io", o.offload.io}, {"page_cache", page_cache},
                  {"store_notice", provider->notice()}, {"hit_rate", s.hit_rate()}, {"hits", s.total.hits},
                  {"misses", s.total.misses}, {"bytes_read", s.total.bytes_fetched}, {"evictions", s.total.evictions},
                  {"overcommits", s.overcommits}, {"peak_resident_bytes", s.peak_resident_bytes},
@@ -134,11 +134,17 @@ void setup_trace_replay(CLI::App* trace) {
   cmd->add_option("--expert-cache-mb", o->offload.expert_cache_mb, "DRAM budget for the experts, MB (> 0)")->required();
   cmd->add_option("--policy", o->offload.cache_policy, "lru | lfu | pinned | hybrid")->capture_default_str();
   cmd->add_option("--cache-profile", o->offload.cache_profile,
-                  "trace giving expert popularity for pinned/hybrid (e.g. the replayed trace itself)");
+                  "trace giving expert popularity for pinned/hybrid and co-routing for --prefetch-from affinity\n"
+                  "(a profiling trace; the replayed trace itself gives an optimistic bound)");
   cmd->add_option("--hybrid-pinned-fraction", o->offload.hybrid_pinned_fraction, "hybrid: share of the budget pinned")
       ->capture_default_str();
   cmd->add_flag("--prefetch", o->offload.prefetch,
                 "prefetch on a background thread the experts each layer used at the previous step");
+  cmd->add_option("--prefetch-from", o->offload.prefetch_from,
+                  "with --prefetch: previous (the next layer's experts of the previous step) or affinity (the next\n"
+                  "layer's experts most co-routed with this layer's in --cache-profile)")
+      ->check(CLI::IsMember({"previous", "affinity"}))
+      ->capture_default_str();
   cmd->add_option("--io", o->offload.io, "expert reads: pread | direct (O_DIRECT) | uring | uring-direct")
       ->check(CLI::IsMember({"pread", "direct", "uring", "uring-direct"}))
       ->capture_default_str();

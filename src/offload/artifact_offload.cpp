@@ -112,19 +112,28 @@ Result<OffloadOptions> offload_options_from_flags(const OffloadFlags& flags, int
   o.store.backend = *io;
   o.prefetch = flags.prefetch;
   o.hybrid_pinned_fraction = flags.hybrid_pinned_fraction;
-  const bool wants_profile = o.policy == CachePolicy::kPinned || o.policy == CachePolicy::kHybrid;
+  if (flags.prefetch_from != "previous" && flags.prefetch_from != "affinity")
+    return invalid_argument("--prefetch-from '" + flags.prefetch_from + "': expected previous or affinity");
+  const bool affinity = flags.prefetch_from == "affinity";
+  if (affinity && !flags.prefetch) return invalid_argument("--prefetch-from affinity needs --prefetch");
+  if (affinity) o.prefetch_from = OffloadOptions::PrefetchFrom::kAffinity;
+  const bool pins = o.policy == CachePolicy::kPinned || o.policy == CachePolicy::kHybrid;
+  const bool wants_profile = pins || affinity;
   if (wants_profile && flags.cache_profile.empty())
-    return invalid_argument(std::string("--cache-policy ") + cache_policy_name(o.policy) +
-                            " needs --cache-profile (a routing trace from `submoe trace record`)");
+    return invalid_argument(pins ? std::string("--cache-policy ") + cache_policy_name(o.policy) +
+                                       " needs --cache-profile (a routing trace from `submoe trace record`)"
+                                 : std::string("--prefetch-from affinity needs --cache-profile (a routing trace from "
+                                               "`submoe trace record` whose co-routing ranks the next layer's experts)"));
   if (!wants_profile && !flags.cache_profile.empty())
-    return invalid_argument("--cache-profile only applies to --cache-policy pinned or hybrid");
+    return invalid_argument("--cache-profile only applies to --cache-policy pinned or hybrid and --prefetch-from affinity");
   if (wants_profile) {
     SUBMOE_ASSIGN_OR_RETURN(RoutingTrace trace, RoutingTrace::load(flags.cache_profile));
     if (trace.num_layers() != static_cast<uint32_t>(num_layers) || trace.num_experts() != static_cast<uint32_t>(num_experts))
       return invalid_argument("--cache-profile '" + flags.cache_profile + "' has " + std::to_string(trace.num_layers()) +
                               " layers x " + std::to_string(trace.num_experts()) + " experts, the model " +
                               std::to_string(num_layers) + " x " + std::to_string(num_experts));
-    o.popularity = expert_popularity(trace);
+    if (pins) o.popularity = expert_popularity(trace);
+    if (affinity) o.affinity = expert_affinity(trace);
   }
   return o;
 }
@@ -137,6 +146,8 @@ const char* offload_flags_help() {
          "                         nothing else is kept), hybrid (half the budget pinned, LRU over the rest)\n"
          "  --cache-profile TRACE  routing trace (`submoe trace record`) giving expert popularity for pinned/hybrid\n"
          "  --prefetch             load the previous token's experts of the next layer in the background\n"
+         "  --prefetch-from affinity  instead the next layer's experts most co-routed with this layer's in\n"
+         "                         the --cache-profile trace\n"
          "  --io B                 pread (default), direct (O_DIRECT, bypasses the page cache), uring,\n"
          "                         uring-direct; falls back to buffered reads where refused, with a notice\n";
 }

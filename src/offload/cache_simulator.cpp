@@ -27,6 +27,24 @@ Result<CachePolicy> parse_cache_policy(const std::string& name) {
   return invalid_argument("unknown cache policy '" + name + "' (expected lru, lfu, pinned, hybrid or belady)");
 }
 
+std::vector<uint32_t> expert_affinity(const RoutingTrace& trace) {
+  const uint32_t L = trace.num_layers(), E = trace.num_experts(), k = trace.top_k();
+  std::vector<uint32_t> counts(size_t{L} * E * E, 0);
+  const uint64_t T = trace.num_tokens();
+  for (uint64_t t = 0; t < T; ++t)
+    for (uint32_t l = 0; l < L; ++l) {
+      const bool wraps = l + 1 == L;
+      if (wraps && t + 1 == T) break;
+      const ExpertChoice* now = trace.token_layer(t, l);
+      const ExpertChoice* next = wraps ? trace.token_layer(t + 1, 0) : trace.token_layer(t, l + 1);
+      for (uint32_t i = 0; i < k; ++i)
+        for (uint32_t j = 0; j < k; ++j)
+          if (now[i].expert < E && next[j].expert < E)
+            ++counts[(size_t{l} * E + now[i].expert) * E + next[j].expert];
+    }
+  return counts;
+}
+
 std::vector<uint64_t> expert_popularity(const RoutingTrace& trace) {
   std::vector<uint64_t> counts(size_t{trace.num_layers()} * trace.num_experts(), 0);
   for (uint64_t t = 0; t < trace.num_tokens(); ++t)

@@ -55,9 +55,41 @@ Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts
   return Status::ok();
 }
 
+void CachedExpertProvider::set_affinity(std::vector<uint32_t> counts, int num_experts) {
+  affinity_ = std::move(counts);
+  affinity_experts_ = num_experts;
+}
+
+std::vector<ExpertKey> CachedExpertProvider::affinity_keys(int layer, const std::vector<int>& experts) const {
+  const size_t E = static_cast<size_t>(affinity_experts_), L = layers_.size();
+  const int next = static_cast<int>((static_cast<size_t>(layer) + 1) % L);
+  std::vector<uint64_t> score(E, 0);
+  for (int e : experts)
+    if (e >= 0 && static_cast<size_t>(e) < E)
+      for (size_t f = 0; f < E; ++f) score[f] += affinity_[(static_cast<size_t>(layer) * E + static_cast<size_t>(e)) * E + f];
+  std::vector<int> order(E);
+  for (size_t f = 0; f < E; ++f) order[f] = static_cast<int>(f);
+  const size_t n = std::min(E, experts.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](int a, int b) { return score[static_cast<size_t>(a)] != score[static_cast<size_t>(b)]
+                                                   ? score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]
+                                                   : a < b; });
+  std::vector<ExpertKey> keys;
+  for (size_t i = 0; i < n && score[static_cast<size_t>(order[i])] > 0; ++i) keys.push_back({next, order[i]});
+  return keys;
+}
+
 // The next layer that has run before (wrapping to the first: the next token),
 // with the experts it used last time: consecutive tokens share many experts.
+// With co-routing counts, the next layer's experts most co-routed with this
+// layer's instead.
 void CachedExpertProvider::queue_prefetch(int layer) {
+  if (!affinity_.empty() && affinity_.size() == layers_.size() * static_cast<size_t>(affinity_experts_) *
+                                                   static_cast<size_t>(affinity_experts_)) {
+    std::vector<ExpertKey> keys = affinity_keys(layer, layers_[static_cast<size_t>(layer)].experts);
+    if (!keys.empty()) prefetcher_->submit(std::move(keys));
+    return;
+  }
   const size_t n = layers_.size();
   for (size_t step = 1; step <= n; ++step) {
     const size_t next = (static_cast<size_t>(layer) + step) % n;
@@ -128,7 +160,16 @@ Result<std::unique_ptr<CachedExpertProvider>> make_cached_expert_provider(std::s
   std::shared_ptr<ExpertCache> shared(std::move(cache));
   std::unique_ptr<Prefetcher> prefetcher;
   if (options.prefetch) prefetcher = std::make_unique<Prefetcher>(shared.get());
-  return std::make_unique<CachedExpertProvider>(shared, std::move(prefetcher), L, notice);
+  auto provider = std::make_unique<CachedExpertProvider>(shared, std::move(prefetcher), L, notice);
+  if (options.prefetch_from == OffloadOptions::PrefetchFrom::kAffinity) {
+    const size_t want = static_cast<size_t>(L) * static_cast<size_t>(E) * static_cast<size_t>(E);
+    if (options.affinity.size() != want)
+      return invalid_argument("offload: affinity prefetch needs co-routing counts of " + std::to_string(L) + " x " +
+                              std::to_string(E) + " x " + std::to_string(E) + ", got " +
+                              std::to_string(options.affinity.size()));
+    provider->set_affinity(options.affinity, E);
+  }
+  return provider;
 }
 
 }  // namespace submoe::offload

@@ -72,6 +72,15 @@ p = json.loads(sys.argv[1])["prefetcher"]
 assert p["requested"] > 0 and p["loaded"] + p["present"] + p["no_room"] + p["dropped"] + p["failed"] + p["cancelled"] <= p["requested"], p
 PY
 then echo "ok   --prefetch reports the prefetcher's outcomes"; else fail "prefetch: $rc: $j"; fi
+rc=0; j=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 4 --prefetch \
+  --prefetch-from affinity --cache-profile "$work/t.trace" --tokens 50 --json 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && python3 - "$j" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["prefetch"] == "affinity" and j["prefetcher"]["requested"] > 0, j
+assert j["hits"] + j["misses"] == 50 * 12, j
+PY
+then echo "ok   --prefetch-from affinity"; else fail "affinity prefetch: $rc: $j"; fi
 
 rc=0; out=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --tokens 20 2>&1) || rc=$?
 grep -q "hit rate" <<<"$out" && grep -q "tokens/s" <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   table output" ||
@@ -98,5 +107,7 @@ expect "holds no expert" --artifact "$work/int4" --trace "$work/t.trace" --exper
 expect "--expert-cache-mb must be > 0" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 0
 expect "--batch" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --batch 0
 expect "missing.trace" --artifact "$work/int4" --trace "$work/missing.trace" --expert-cache-mb 1
+expect "--prefetch-from affinity needs --cache-profile" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from affinity
+expect "--prefetch-from affinity needs --prefetch" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch-from affinity --cache-profile "$work/t.trace"
 expect "--io" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --io mmap
 [ "$fails" -eq 0 ] || exit 1

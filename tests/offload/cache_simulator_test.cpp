@@ -80,6 +80,31 @@ TEST(CacheSimulator, CapacityCoveringEverySlotOnlyMissesCompulsorily) {
   }
 }
 
+TEST(ExpertAffinity, CountsCoRoutingBetweenConsecutiveLayersAndAcrossTokens) {
+  // 2 layers, 4 experts, top-2. Token 0: {0, 1} then {2, 3}; token 1: {1, 2} then {0, 3}.
+  RoutingTrace t(2, 4, 2);
+  auto token = [](std::vector<uint16_t> ids) {
+    std::vector<ExpertChoice> c;
+    for (uint16_t e : ids) c.push_back({e, bf16_t{0}});
+    return c;
+  };
+  ASSERT_TRUE(t.append_token(token({0, 1, 2, 3})).is_ok());
+  ASSERT_TRUE(t.append_token(token({1, 2, 0, 3})).is_ok());
+  const std::vector<uint32_t> a = expert_affinity(t);
+  ASSERT_EQ(a.size(), 2u * 4 * 4);
+  auto at = [&](int l, int e, int f) { return a[(static_cast<size_t>(l) * 4 + static_cast<size_t>(e)) * 4 + static_cast<size_t>(f)]; };
+  EXPECT_EQ(at(0, 1, 3), 2u);  // both tokens
+  EXPECT_EQ(at(0, 0, 2), 1u);
+  EXPECT_EQ(at(0, 2, 0), 1u);
+  EXPECT_EQ(at(0, 3, 0), 0u);
+  EXPECT_EQ(at(1, 2, 1), 1u);  // token 0's last layer -> token 1's first
+  EXPECT_EQ(at(1, 3, 2), 1u);
+  EXPECT_EQ(at(1, 0, 1), 0u);  // token 1 is the last: nothing wraps from it
+  uint64_t total = 0;
+  for (uint32_t v : a) total += v;
+  EXPECT_EQ(total, 12u);  // 2 tokens x 1 layer pair x 4 pairs, plus 1 wrap x 4 pairs
+}
+
 TEST(TraceStats, ZipfFitRecoversTheExponentOfExactPowerLaw) {
   std::vector<uint64_t> counts;
   for (int r = 1; r <= 64; ++r) counts.push_back(static_cast<uint64_t>(1e6 / std::pow(r, 1.3)));

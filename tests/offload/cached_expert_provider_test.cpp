@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -278,6 +279,43 @@ TEST(CachedExpertProvider, CorruptExpertRecordFailsTheForwardNamingIt) {
   EXPECT_EQ(got.status().code(), ErrorCode::kCorruptData);
   EXPECT_NE(got.status().message().find("layer 0 expert"), std::string::npos) << got.status().message();
   EXPECT_NE(got.status().message().find(f->source->file_path()), std::string::npos) << got.status().message();
+}
+
+TEST(CachedExpertProvider, AffinityPrefetchLoadsTheNextLayersMostCoRoutedExperts) {
+  // Co-routing: expert 1 of layer 0 goes with 5 of layer 1 (10 times) and 6 (3
+  // times); expert 4 with 6 (2 times): after layer 0 begins with {1, 4} the
+  // prefetcher loads layer 1's 5 and 6 (two, as many as layer 0 uses), which
+  // layer 1 then hits.
+  auto f = make_fixture();
+  const size_t L = 2, E = 8;
+  OffloadOptions o;
+  o.prefetch = true;
+  o.prefetch_from = OffloadOptions::PrefetchFrom::kAffinity;
+  o.budget_bytes = uint64_t{1} << 30;  // room for every expert
+  o.affinity.assign(L * E * E, 0);
+  o.affinity[(0 * E + 1) * E + 5] = 10;
+  o.affinity[(0 * E + 1) * E + 6] = 3;
+  o.affinity[(0 * E + 4) * E + 6] = 2;
+  o.affinity[(0 * E + 4) * E + 7] = 4;
+  auto provider = make_cached_expert_provider(f->source, o);
+  ASSERT_TRUE(provider.is_ok()) << provider.status().to_string();
+  CachedExpertProvider& p = **provider;
+  const std::vector<int> first = {1, 4}, second = {5, 6};
+  ASSERT_TRUE(p.begin_layer(0, first).is_ok());
+  for (int i = 0; i < 400 && p.prefetcher()->stats().loaded + p.prefetcher()->stats().no_room < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(p.prefetcher()->stats().requested, 2u);
+  EXPECT_EQ(p.prefetcher()->stats().loaded, 2u);
+  p.end_layer(0);
+  ASSERT_TRUE(p.begin_layer(1, second).is_ok());
+  const CacheStats s = p.cache().stats();
+  EXPECT_EQ(s.layers[1].misses, 0u);
+  EXPECT_EQ(s.layers[1].hits, 2u);
+  EXPECT_EQ(s.prefetch_hits, 2u);
+  p.end_layer(1);
+
+  o.affinity.resize(5);  // not [L][E][E]
+  EXPECT_EQ(make_cached_expert_provider(f->source, o).status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(CachedExpertProvider, FactoryAndProviderRejectBadInput) {

@@ -44,6 +44,11 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
 
 // Access counts per (layer * num_experts + expert) over the whole trace.
 std::vector<uint64_t> expert_popularity(const RoutingTrace& trace);
+// Co-routing counts between consecutive MoE layers, [L][E][E]: entry (l, e, f)
+// counts the tokens t that chose e at layer l and f at layer l + 1 (for the
+// last layer: f at layer 0 of token t + 1, the next layer the decode loop
+// reaches). The affinity prefetcher ranks the next layer's experts by them.
+std::vector<uint32_t> expert_affinity(const RoutingTrace& trace);
 
 // Slot indices (layer * num_experts + expert) by decreasing popularity; ties:
 // lower slot first, so the order is deterministic. Pinned policies take a prefix.

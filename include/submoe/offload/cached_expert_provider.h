@@ -34,6 +34,9 @@ class CachedExpertProvider final : public model::ExpertProvider {
   // reports (e.g. the store's fallback note).
   CachedExpertProvider(std::shared_ptr<ExpertCache> cache, std::unique_ptr<Prefetcher> prefetcher, int num_layers,
                        std::string notice = {});
+  // With a prefetcher: rank the next layer's experts by these co-routing counts
+  // ([num_layers][E][E], expert_affinity()) instead of repeating the previous token's.
+  void set_affinity(std::vector<uint32_t> counts, int num_experts);
   ~CachedExpertProvider() override;
 
   Status begin_layer(int layer, std::span<const int> experts) override;
@@ -53,6 +56,8 @@ class CachedExpertProvider final : public model::ExpertProvider {
     std::vector<int> last_experts;  // the previous begin's list (prefetch hint)
   };
   void queue_prefetch(int layer);
+  // The next layer's experts most co-routed with `experts` of `layer`, best first.
+  std::vector<ExpertKey> affinity_keys(int layer, const std::vector<int>& experts) const;
 
   std::shared_ptr<ExpertCache> cache_;
   std::unique_ptr<Prefetcher> prefetcher_;
@@ -60,6 +65,8 @@ class CachedExpertProvider final : public model::ExpertProvider {
   mutable std::mutex mutex_;
   std::condition_variable layer_released_;
   std::vector<LayerSlot> layers_;
+  std::vector<uint32_t> affinity_;  // empty: previous-token prediction
+  int affinity_experts_ = 0;
 };
 
 struct OffloadOptions {
@@ -72,6 +79,13 @@ struct OffloadOptions {
   // the pinned share of the budget (by their byte range length) are pinned.
   std::vector<uint64_t> popularity;
   bool prefetch = false;
+  // What the prefetcher loads when a layer begins, for the next layer: the
+  // experts that layer used at the previous token (kPrevious), or the experts
+  // most co-routed with the current layer's (kAffinity: expert_affinity() of a
+  // profiling trace, [L][E][E]), as many as the current layer uses.
+  enum class PrefetchFrom { kPrevious, kAffinity };
+  PrefetchFrom prefetch_from = PrefetchFrom::kPrevious;
+  std::vector<uint32_t> affinity;
 };
 
 // Opens the source's file with the store options and builds cache, optional
