@@ -59,6 +59,21 @@ float quantize_activations_int8(const ActivationsView& x, uint32_t token, uint32
 // VNNI, or AVX2) for f32 input; quantize_activations_int8 otherwise.
 float quantize_activations_int8_fast(const ActivationsView& x, uint32_t token, uint32_t n, int8_t* q);
 
+// The arguments of a family's int8-activation product (ActivationQuant::kInt8):
+// the matrix view, token t's cols int8 activations at xq + t * xq_stride with
+// scale s_t = x_scales[t] (activations s_t q_t), its rows results at
+// y + t * y_stride, for `batch` tokens.
+template <typename View>
+struct Int8GemmArgs {
+  View w;
+  const int8_t* xq = nullptr;
+  size_t xq_stride = 0;
+  const float* x_scales = nullptr;
+  uint32_t batch = 1;
+  float* y = nullptr;
+  size_t y_stride = 0;
+};
+
 // Largest batch the small-batch kernels take in one call (callers split larger
 // batches; beyond this a GEMM formulation wins anyway).
 inline constexpr uint32_t kMaxKernelBatch = 64;

@@ -19,6 +19,7 @@
 #include "submoe/codec/mxfp4.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
+#include "submoe/kernels/activations.h"
 
 namespace submoe {
 class ThreadPool;
@@ -53,15 +54,7 @@ using Mxfp4RowsFn = void (*)(const Mxfp4GemmArgs& args, uint32_t row_begin, uint
 // them) and y[t][r] = s_t * sum_b 2^(scale - 127) / 2 * sum_{c in b} (2 fp4) q_t[c];
 // the sums of each block are exact in int32 (twice an FP4 value is an integer),
 // as llama.cpp's MXFP4 x Q8_0 dot product.
-struct Mxfp4I8Args {
-  Mxfp4View w;
-  const int8_t* xq = nullptr;
-  size_t xq_stride = 0;
-  const float* x_scales = nullptr;  // s_t
-  uint32_t batch = 1;
-  float* y = nullptr;
-  size_t y_stride = 0;
-};
+using Mxfp4I8Args = Int8GemmArgs<Mxfp4View>;
 using Mxfp4I8RowsFn = void (*)(const Mxfp4I8Args& args, uint32_t row_begin, uint32_t row_end);
 
 struct Mxfp4GemvKernels {

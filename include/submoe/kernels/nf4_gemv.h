@@ -21,6 +21,7 @@
 #include "submoe/codec/nf4.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
+#include "submoe/kernels/activations.h"
 
 namespace submoe {
 class ThreadPool;
@@ -67,15 +68,7 @@ using Nf4RowsFn = void (*)(const Nf4GemmArgs& args, uint32_t row_begin, uint32_t
 //
 // with token t's activations s_t q_t (q_t int8 at xq + t * xq_stride).
 inline constexpr int8_t kNf4I8[16] = {-127, -88, -67, -50, -36, -23, -12, 0, 10, 20, 31, 43, 56, 71, 92, 127};
-struct Nf4I8Args {
-  Nf4View w;
-  const int8_t* xq = nullptr;
-  size_t xq_stride = 0;
-  const float* x_scales = nullptr;  // s_t
-  uint32_t batch = 1;
-  float* y = nullptr;
-  size_t y_stride = 0;
-};
+using Nf4I8Args = Int8GemmArgs<Nf4View>;
 // What the int8 row kernels see: each token's activations laid out per unit of
 // 128 columns (kNf4I8Unit) as the 64 odd columns (the low nibbles of the
 // unit's 64 code bytes), then the 64 even ones (the high nibbles), zero past

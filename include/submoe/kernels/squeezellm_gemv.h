@@ -20,6 +20,7 @@
 #include "submoe/codec/squeezellm.h"
 #include "submoe/core/cpu_features.h"
 #include "submoe/core/status.h"
+#include "submoe/kernels/activations.h"
 
 namespace submoe {
 class ThreadPool;
@@ -60,15 +61,7 @@ using SqueezeRowsFn = void (*)(const SqueezeGemmArgs& args, uint32_t row_begin, 
 //   y[t][r] = float(sum_c L_r[code] q_t[c]) * (m_r / 127) * s_t
 //             + sum over the row's exceptions of (value - L_r[0] m_r / 127) s_t q_t[col]
 // (the dense pass counted code 0's int8 value under an exception).
-struct SqueezeI8Args {
-  SqueezeView w;
-  const int8_t* xq = nullptr;  // token t's cols int8 activations at xq + t * xq_stride
-  size_t xq_stride = 0;
-  const float* x_scales = nullptr;  // s_t
-  uint32_t batch = 1;
-  float* y = nullptr;
-  size_t y_stride = 0;
-};
+using SqueezeI8Args = Int8GemmArgs<SqueezeView>;
 // What the int8 row kernels see: the arguments plus, filled by
 // gemm_squeezellm_i8, each token's sum of q (int32) and, for matrices with
 // exceptions, its activations s_t q_t as floats (stride cols).
