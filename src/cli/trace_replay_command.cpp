@@ -55,7 +55,8 @@ Status replay(const ReplayOptions& o) {
   SUBMOE_ASSIGN_OR_RETURN(uint64_t largest, largest_expert_bytes(*source));
   if (opts.budget_bytes < largest)
     return invalid_argument("--expert-cache-mb " + std::to_string(o.offload.expert_cache_mb) +
-                            " holds no expert: the largest takes " + std::to_string(double(largest) / 1e6) + " MB");
+                            " holds no expert: the largest takes " +
+                            std::to_string(double(largest) / (1024.0 * 1024.0)) + " MiB");
   SUBMOE_ASSIGN_OR_RETURN(std::unique_ptr<offload::CachedExpertProvider> provider,
                           offload::make_cached_expert_provider(source, opts));
   const int threads = o.threads > 0 ? o.threads : hardware_threads();
@@ -83,7 +84,7 @@ Status replay(const ReplayOptions& o) {
                         {"compute_seconds", l.compute_seconds},
                         {"distinct_experts_per_step", r.steps ? double(l.expert_runs) / double(r.steps) : 0.0}});
     }
-    const json j{{"artifact", o.artifact}, {"trace", o.trace}, {"tokens", r.tokens}, {"steps", r.steps},
+    json j{{"artifact", o.artifact}, {"trace", o.trace}, {"tokens", r.tokens}, {"steps", r.steps},
                  {"batch", r.batch}, {"threads", threads}, {"execution", o.execution},
                  {"policy", o.offload.cache_policy}, {"expert_cache_mb", o.offload.expert_cache_mb},
                  {"prefetch", o.offload.prefetch ? o.offload.prefetch_from : std::string("off")}, {"io", o.offload.io}, {"page_cache", page_cache},
@@ -94,14 +95,13 @@ Status replay(const ReplayOptions& o) {
                  {"read_seconds", r.read_seconds}, {"compute_seconds", r.compute_seconds},
                  {"wall_seconds", r.wall_seconds}, {"tokens_per_s", r.tokens_per_s()},
                  {"distinct_experts_per_layer_step", r.mean_distinct_experts()}, {"per_layer", layers}};
-    json jj = j;
     if (const offload::Prefetcher* p = provider->prefetcher()) {
       const offload::PrefetcherStats ps = p->stats();
-      jj["prefetcher"] = {{"requested", ps.requested}, {"cancelled", ps.cancelled}, {"loaded", ps.loaded},
+      j["prefetcher"] = {{"requested", ps.requested}, {"cancelled", ps.cancelled}, {"loaded", ps.loaded},
                           {"present", ps.present},     {"no_room", ps.no_room},     {"dropped", ps.dropped},
                           {"failed", ps.failed}};
     }
-    std::cout << jj.dump() << "\n";
+    std::cout << j.dump() << "\n";
     return Status::ok();
   }
   std::printf("%llu tokens in %llu steps of %u, %d threads, %s experts, %s cache of %.1f MB%s, io %s (page cache %s)\n",

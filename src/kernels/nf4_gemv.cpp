@@ -76,18 +76,26 @@ const Nf4GemvKernels& best_nf4_gemv_kernels() {
   return best;
 }
 
-Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& a, ThreadPool* pool) {
-  const Nf4View& w = a.w;
+// The checks both products share: shape, batch, the matrix's pointers, the
+// inputs and output (x: x or xq, the caller's) and their strides.
+static Status check_args(const char* fn, const Nf4View& w, uint32_t batch, bool inputs, size_t x_stride, const float* y,
+                  size_t y_stride) {
   if (!nf4::check_shape(w.rows, w.cols, w.block).is_ok())
-    return invalid_argument("gemm_nf4: a [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
+    return invalid_argument(std::string(fn) + ": a [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
                             "] matrix in blocks of " + std::to_string(w.block) +
                             " (a power-of-two block of 32..4096 dividing the columns)");
-  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_nf4: batch out of range");
+  if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument(std::string(fn) + ": batch out of range");
   if (w.codes == nullptr || w.absmax == nullptr || (w.scales == nf4::Nf4Scales::kDq8 && w.absmax2 == nullptr) ||
-      a.x == nullptr || a.y == nullptr)
-    return invalid_argument("gemm_nf4: null pointer");
-  if (a.batch > 1 && (a.x_stride < w.cols || a.y_stride < w.rows))
-    return invalid_argument("gemm_nf4: stride smaller than the row");
+      !inputs || y == nullptr)
+    return invalid_argument(std::string(fn) + ": null pointer");
+  if (batch > 1 && (x_stride < w.cols || y_stride < w.rows))
+    return invalid_argument(std::string(fn) + ": stride smaller than the row");
+  return Status::ok();
+}
+
+Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& a, ThreadPool* pool) {
+  const Nf4View& w = a.w;
+  SUBMOE_RETURN_IF_ERROR(check_args("gemm_nf4", w, a.batch, a.x != nullptr, a.x_stride, a.y, a.y_stride));
   Nf4GemmArgs rows_args = a;
   rows_args.x = detail::deinterleave_activations(a.x, a.x_stride, a.batch, w.cols);
   rows_args.x_stride = w.cols;
@@ -98,16 +106,8 @@ Status gemm_nf4(const Nf4GemvKernels& k, const Nf4GemmArgs& a, ThreadPool* pool)
 
 Status gemm_nf4_i8(const Nf4GemvKernels& k, const Nf4I8Args& a, ThreadPool* pool) {
   const Nf4View& w = a.w;
-  if (!nf4::check_shape(w.rows, w.cols, w.block).is_ok())
-    return invalid_argument("gemm_nf4_i8: a [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
-                            "] matrix in blocks of " + std::to_string(w.block) +
-                            " (a power-of-two block of 32..4096 dividing the columns)");
-  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_nf4_i8: batch out of range");
-  if (w.codes == nullptr || w.absmax == nullptr || (w.scales == nf4::Nf4Scales::kDq8 && w.absmax2 == nullptr) ||
-      a.xq == nullptr || a.x_scales == nullptr || a.y == nullptr)
-    return invalid_argument("gemm_nf4_i8: null pointer");
-  if (a.batch > 1 && (a.xq_stride < w.cols || a.y_stride < w.rows))
-    return invalid_argument("gemm_nf4_i8: stride smaller than the row");
+  SUBMOE_RETURN_IF_ERROR(check_args("gemm_nf4_i8", w, a.batch, a.xq != nullptr && a.x_scales != nullptr, a.xq_stride,
+                                    a.y, a.y_stride));
   // The activations in the kernels' layout (Nf4I8Rows), with the lane corrections.
   const uint32_t units = (w.cols + kNf4I8Unit - 1) / kNf4I8Unit;
   const size_t xl_stride = size_t{units} * kNf4I8Unit, nc_stride = size_t{units} * 16;

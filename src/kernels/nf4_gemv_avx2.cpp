@@ -75,7 +75,7 @@ template <int kTokens>
 void row_tokens_i8(const Nf4I8Rows& a, uint32_t r, uint32_t t0) {
   const uint32_t cols = a.w.cols, block = a.w.block;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
-  const float* s = nf4_block_absmax_padded(a.w, r);
+  const float* s = nf4_block_absmax(a.w, r);
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kNf4I8)));
   const __m256i nibble = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   // Lane i covers columns 8i..8i+7 of its 64-column half: block 8i / span past the half's first.

@@ -114,7 +114,7 @@ template <int kTokens>
 void row_tokens_i8(const Nf4I8Rows& a, uint32_t r, uint32_t t0) {
   const uint32_t cols = a.w.cols, block = a.w.block, full = cols / kNf4I8Unit;
   const uint8_t* codes = a.w.codes + size_t{r} * (cols / 2);
-  const float* s = nf4_block_absmax_padded(a.w, r);
+  const float* s = nf4_block_absmax(a.w, r);
   alignas(16) static constexpr auto kLut = [] {
     std::array<uint8_t, 16> t{};
     for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kNf4I8[i] + 128);

@@ -2,6 +2,7 @@
 // per 32 columns (evens, then odds), x_stride = cols.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "submoe/kernels/nf4_gemv.h"
@@ -15,20 +16,14 @@ void nf4_rows_i8_scalar(const Nf4I8Rows& a, uint32_t row_begin, uint32_t row_end
 void nf4_rows_i8_avx2(const Nf4I8Rows& a, uint32_t row_begin, uint32_t row_end);
 void nf4_rows_i8_avx512vnni(const Nf4I8Rows& a, uint32_t row_begin, uint32_t row_end);
 
-// Row r's block absmaxes (cols / block of them) in a per-thread buffer.
+// Row r's block absmaxes (cols / block of them) in a per-thread buffer,
+// followed by 16 zeros: the int8 kernels read a unit's lane scales 16 at a
+// time from the unit's first block.
 inline const float* nf4_block_absmax(const Nf4View& w, uint32_t r) {
   thread_local std::vector<float> scales;
-  scales.resize(w.cols / w.block);
-  nf4_row_absmax(w, r, scales.data());
-  return scales.data();
-}
-
-// nf4_block_absmax followed by 16 zeros: the int8 kernels read a unit's
-// lane scales 16 at a time from the unit's first block.
-inline const float* nf4_block_absmax_padded(const Nf4View& w, uint32_t r) {
-  thread_local std::vector<float> scales;
   const uint32_t nb = w.cols / w.block;
-  scales.assign(nb + 16, 0.0f);
+  scales.resize(nb + 16);
+  std::fill(scales.begin() + nb, scales.end(), 0.0f);
   nf4_row_absmax(w, r, scales.data());
   return scales.data();
 }

@@ -48,17 +48,25 @@ const SqueezeGemvKernels& best_squeezellm_gemv_kernels() {
   return best;
 }
 
+// The checks both products share: shape, batch, the matrix's pointers, the
+// inputs and output (x: x or xq, the caller's) and their strides.
+static Status check_args(const char* fn, const SqueezeView& w, uint32_t batch, bool inputs, size_t x_stride, const float* y,
+                  size_t y_stride) {
+  if (!squeezellm::check_shape(w.rows, w.cols, w.bits).is_ok())
+    return invalid_argument(std::string(fn) + ": a " + std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) +
+                            ", " + std::to_string(w.cols) + "] matrix (3 or 4 bits, columns a multiple of 32)");
+  if (batch == 0 || batch > kMaxKernelBatch) return invalid_argument(std::string(fn) + ": batch out of range");
+  if (w.codes == nullptr || w.lut == nullptr || !inputs || y == nullptr ||
+      (w.row_ptr != nullptr && (w.col == nullptr || w.value == nullptr)))
+    return invalid_argument(std::string(fn) + ": null pointer");
+  if (batch > 1 && (x_stride < w.cols || y_stride < w.rows))
+    return invalid_argument(std::string(fn) + ": stride smaller than the row");
+  return Status::ok();
+}
+
 Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& a, ThreadPool* pool) {
   const SqueezeView& w = a.w;
-  if (!squeezellm::check_shape(w.rows, w.cols, w.bits).is_ok())
-    return invalid_argument("gemm_squeezellm: a " + std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) +
-                            ", " + std::to_string(w.cols) + "] matrix (3 or 4 bits, columns a multiple of 32)");
-  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_squeezellm: batch out of range");
-  if (w.codes == nullptr || w.lut == nullptr || a.x == nullptr || a.y == nullptr ||
-      (w.row_ptr != nullptr && (w.col == nullptr || w.value == nullptr)))
-    return invalid_argument("gemm_squeezellm: null pointer");
-  if (a.batch > 1 && (a.x_stride < w.cols || a.y_stride < w.rows))
-    return invalid_argument("gemm_squeezellm: stride smaller than the row");
+  SUBMOE_RETURN_IF_ERROR(check_args("gemm_squeezellm", w, a.batch, a.x != nullptr, a.x_stride, a.y, a.y_stride));
   SqueezeGemmArgs rows_args = a;
   if (w.bits == 4) rows_args.x_split = detail::deinterleave_activations(a.x, a.x_stride, a.batch, w.cols);
   const size_t macs = size_t{w.rows} * w.cols * a.batch;
@@ -68,15 +76,8 @@ Status gemm_squeezellm(const SqueezeGemvKernels& k, const SqueezeGemmArgs& a, Th
 
 Status gemm_squeezellm_i8(const SqueezeGemvKernels& k, const SqueezeI8Args& a, ThreadPool* pool) {
   const SqueezeView& w = a.w;
-  if (!squeezellm::check_shape(w.rows, w.cols, w.bits).is_ok())
-    return invalid_argument("gemm_squeezellm_i8: a " + std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) +
-                            ", " + std::to_string(w.cols) + "] matrix (3 or 4 bits, columns a multiple of 32)");
-  if (a.batch == 0 || a.batch > kMaxKernelBatch) return invalid_argument("gemm_squeezellm_i8: batch out of range");
-  if (w.codes == nullptr || w.lut == nullptr || a.xq == nullptr || a.x_scales == nullptr || a.y == nullptr ||
-      (w.row_ptr != nullptr && (w.col == nullptr || w.value == nullptr)))
-    return invalid_argument("gemm_squeezellm_i8: null pointer");
-  if (a.batch > 1 && (a.xq_stride < w.cols || a.y_stride < w.rows))
-    return invalid_argument("gemm_squeezellm_i8: stride smaller than the row");
+  SUBMOE_RETURN_IF_ERROR(check_args("gemm_squeezellm_i8", w, a.batch, a.xq != nullptr && a.x_scales != nullptr,
+                                    a.xq_stride, a.y, a.y_stride));
   thread_local std::vector<int32_t> q_sums;
   thread_local std::vector<float> dequant;
   q_sums.assign(a.batch, 0);

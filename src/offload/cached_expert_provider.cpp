@@ -55,9 +55,15 @@ Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts
   return Status::ok();
 }
 
-void CachedExpertProvider::set_affinity(std::vector<uint32_t> counts, int num_experts) {
+Status CachedExpertProvider::set_affinity(std::vector<uint32_t> counts, int num_experts) {
+  const size_t E = static_cast<size_t>(std::max(0, num_experts)), want = layers_.size() * E * E;
+  if (num_experts <= 0 || counts.size() != want)
+    return invalid_argument("offload: affinity prefetch needs co-routing counts of " + std::to_string(layers_.size()) +
+                            " x " + std::to_string(E) + " x " + std::to_string(E) + ", got " +
+                            std::to_string(counts.size()));
   affinity_ = std::move(counts);
   affinity_experts_ = num_experts;
+  return Status::ok();
 }
 
 std::vector<ExpertKey> CachedExpertProvider::affinity_keys(int layer, const std::vector<int>& experts) const {
@@ -84,8 +90,7 @@ std::vector<ExpertKey> CachedExpertProvider::affinity_keys(int layer, const std:
 // With co-routing counts, the next layer's experts most co-routed with this
 // layer's instead.
 void CachedExpertProvider::queue_prefetch(int layer) {
-  if (!affinity_.empty() && affinity_.size() == layers_.size() * static_cast<size_t>(affinity_experts_) *
-                                                   static_cast<size_t>(affinity_experts_)) {
+  if (!affinity_.empty()) {
     std::vector<ExpertKey> keys = affinity_keys(layer, layers_[static_cast<size_t>(layer)].experts);
     if (!keys.empty()) prefetcher_->submit(std::move(keys));
     return;
@@ -161,14 +166,8 @@ Result<std::unique_ptr<CachedExpertProvider>> make_cached_expert_provider(std::s
   std::unique_ptr<Prefetcher> prefetcher;
   if (options.prefetch) prefetcher = std::make_unique<Prefetcher>(shared.get());
   auto provider = std::make_unique<CachedExpertProvider>(shared, std::move(prefetcher), L, notice);
-  if (options.prefetch_from == OffloadOptions::PrefetchFrom::kAffinity) {
-    const size_t want = static_cast<size_t>(L) * static_cast<size_t>(E) * static_cast<size_t>(E);
-    if (options.affinity.size() != want)
-      return invalid_argument("offload: affinity prefetch needs co-routing counts of " + std::to_string(L) + " x " +
-                              std::to_string(E) + " x " + std::to_string(E) + ", got " +
-                              std::to_string(options.affinity.size()));
-    provider->set_affinity(options.affinity, E);
-  }
+  if (options.prefetch_from == OffloadOptions::PrefetchFrom::kAffinity)
+    SUBMOE_RETURN_IF_ERROR(provider->set_affinity(options.affinity, E));
   return provider;
 }
 

@@ -35,8 +35,9 @@ class CachedExpertProvider final : public model::ExpertProvider {
   CachedExpertProvider(std::shared_ptr<ExpertCache> cache, std::unique_ptr<Prefetcher> prefetcher, int num_layers,
                        std::string notice = {});
   // With a prefetcher: rank the next layer's experts by these co-routing counts
-  // ([num_layers][E][E], expert_affinity()) instead of repeating the previous token's.
-  void set_affinity(std::vector<uint32_t> counts, int num_experts);
+  // ([num_layers][E][E], expert_affinity()) instead of repeating the previous
+  // token's. kInvalidArgument when the counts are not num_layers x E x E.
+  Status set_affinity(std::vector<uint32_t> counts, int num_experts);
   ~CachedExpertProvider() override;
 
   Status begin_layer(int layer, std::span<const int> experts) override;
