@@ -30,6 +30,7 @@ for want in "nf4 (block 64, dq8 absmax, 4.127 bits), gptq, grid nf4-g64-dq8" "= 
   grep -qF -- "$want" <<<"$info" && echo "ok   inspect: $want" || fail "inspect lacks '$want': $info"
 done
 ( check_eval_paths "$bin" "$work/nf4" "$text" "nf4 dq8" ) || fails=$((fails + 1))
+check_int8_eval "$bin" "$work/nf4" "$text" "nf4 dq8" || fails=$((fails + 1))
 base=$(nll_of "$model"); nll=$(nll_of "$work/nf4")
 if python3 -c "import sys; sys.exit(0 if abs(float('$nll') - float('$base')) < 0.01 else 1)"; then
   echo "ok   nf4 held-out nll $nll, bf16 $base"

@@ -34,6 +34,7 @@ grep -qE "^sparse: +layer 0: 0\.450% exceptions \([0-9]+ of [0-9.]+M\), break-ev
 grep -q '"outliers": 0.004' "$work/sq3/submoe_manifest.json" && echo "ok   the manifest's provenance records the fractions" ||
   fail "provenance: $(grep -A8 squeezellm "$work/sq3/submoe_manifest.json" | head -20)"
 ( check_eval_paths "$bin" "$work/sq3" "$text" "squeezellm 3-bit + exceptions" ) || fails=$((fails + 1))
+check_int8_eval "$bin" "$work/sq3" "$text" "squeezellm 3-bit + exceptions" || fails=$((fails + 1))
 base=$(nll_of "$model"); nll=$(nll_of "$work/sq3")
 if python3 -c "import sys; sys.exit(0 if abs(float('$nll') - float('$base')) < 0.02 else 1)"; then
   echo "ok   squeezellm 3-bit held-out nll $nll, bf16 $base"

@@ -86,6 +86,14 @@ rc=0; out=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" 
 grep -q "hit rate" <<<"$out" && grep -q "tokens/s" <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   table output" ||
   fail "table: $rc: $out"
 
+# --prefetch-from on run: affinity from a profile trace is accepted, without one refused.
+rc=0; out=$("$bin" run --model "$work/int4" --prompt "The old prince said" -n 4 --ignore-eos --expert-cache-mb 1 \
+  --prefetch --prefetch-from affinity --cache-profile "$work/t.trace" --json 2>&1) || rc=$?
+grep -q '"hit_rate"' <<<"$out" && [ "$rc" -eq 0 ] && echo "ok   run --prefetch-from affinity" || fail "run affinity: $rc: $out"
+rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 1 --prefetch --prefetch-from affinity 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -qF -- "--prefetch-from affinity needs --cache-profile" <<<"$out" &&
+  echo "ok   run refuses --prefetch-from affinity without a profile" || fail "run affinity without profile: $rc: $out"
+
 # Refusals.
 expect() {  # expect WANT args...: exit status 1 or 2 and WANT in the message
   local want=$1; shift

@@ -53,3 +53,18 @@ expect_compress_error() {
   fi
   echo "ok   compress $* -> $want"
 }
+
+# check_int8_eval BIN ARTIFACT TEXT LABEL: `eval --execution fused-int8` (the
+# family's int8 kernels: int8 tables and activations) reports that mode and
+# stays within 2e-3 nats of the fused f32 kernels. ok/FAIL line; returns 1 otherwise.
+check_int8_eval() {
+  local bin=$1 dir=$2 text=$3 label=$4 f32 i8
+  f32=$("$bin" eval --model "$dir" --text "$text" --ctx 64 --max-tokens 256 --threads 1 --json 2>/dev/null)
+  i8=$("$bin" eval --model "$dir" --text "$text" --ctx 64 --max-tokens 256 --threads 1 --execution fused-int8 --json 2>/dev/null)
+  if python3 - "$f32" "$i8" <<'PY'; then echo "ok   $label: fused-int8 within 2e-3 nats of fused"; else echo "FAIL $label: fused $f32 / fused-int8 $i8"; return 1; fi
+import json, sys
+f, i = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert "fused-int8" in json.dumps(i), i
+assert abs(f["nll"] - i["nll"]) < 2e-3, (f["nll"], i["nll"])
+PY
+}
