@@ -17,6 +17,7 @@
 
 #include "cli/command.h"
 #include "cli/repr_entries.h"
+#include "cli/child_steps.h"
 #include "cli/subprocess.h"
 #include "submoe/eval/compare_report.h"
 #include "submoe/io/file_util.h"
@@ -42,45 +43,6 @@ struct CompareOptions {
   int threads = 0;
 };
 
-// The last non-empty line of a child's stderr (its error message).
-std::string last_line(const std::string& s) {
-  size_t end = s.find_last_not_of("\n ");
-  if (end == std::string::npos) return "no message";
-  size_t begin = s.rfind('\n', end);
-  return s.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
-}
-
-Result<nlohmann::json> run_json(const std::vector<std::string>& argv, const std::string& step) {
-  SUBMOE_ASSIGN_OR_RETURN(SubprocessResult r, run_subprocess(argv));
-  if (r.exit_code != 0) return internal_error(step + " failed (exit " + std::to_string(r.exit_code) + "): " + last_line(r.err));
-  // The JSON object is the last line of stdout.
-  const std::string line = last_line(r.out);
-  auto j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return internal_error(step + " printed no JSON object: " + line);
-  return j;
-}
-
-uint64_t directory_bytes(const fs::path& dir) {
-  uint64_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) n += e.file_size(ec);
-  return n;
-}
-
-double number(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-// A file name for a row label ("aqlm:shape=3x5-0" -> "aqlm_shape-3x5-0").
-std::string file_label(std::string s) {
-  for (char& c : s)
-    if (c == ':') c = '_';
-    else if (c == '=' || c == '/') c = '-';
-  return s;
-}
-
 class Comparison {
  public:
   Comparison(const CompareOptions& o, std::string self, uint32_t rows, uint32_t cols)
@@ -92,13 +54,13 @@ class Comparison {
                                    std::to_string(o_.ctx), "--json", "--threads", std::to_string(o_.threads)};
     if (o_.max_tokens > 0) ev.insert(ev.end(), {"--max-tokens", std::to_string(o_.max_tokens)});
     SUBMOE_ASSIGN_OR_RETURN(nlohmann::json e, run_json(ev, "eval"));
-    row->nll = number(e, "nll");
+    row->nll = json_number(e, "nll");
     SUBMOE_ASSIGN_OR_RETURN(nlohmann::json r, run_json({self_, "run", "--model", model_dir, "--prompt",
                                                         "The old prince said", "-n", "32", "--ignore-eos", "--json",
                                                         "--threads", std::to_string(o_.threads)},
                                                        "run"));
-    row->load_peak_rss_mb = number(r, "peak_rss_mb");
-    row->decode_tokens_per_s = number(r, "decode_tokens_per_s");
+    row->load_peak_rss_mb = json_number(r, "peak_rss_mb");
+    row->decode_tokens_per_s = json_number(r, "decode_tokens_per_s");
     if (o_.no_bench) return Status::ok();
     for (uint32_t batch : {1u, 8u}) {
       std::vector<std::string> b = {self_, "bench", "gemv", "--shape", std::to_string(rows_) + "x" + std::to_string(cols_),
@@ -107,7 +69,7 @@ class Comparison {
                                     "--min-matrices", std::to_string(o_.bench_min_matrices), "--json"};
       b.insert(b.end(), bench_repr.begin(), bench_repr.end());
       SUBMOE_ASSIGN_OR_RETURN(nlohmann::json j, run_json(b, "bench gemv"));
-      const double us = bench_repr.empty() ? number(j, "dense_bf16_us") : number(j, "compressed_us");
+      const double us = bench_repr.empty() ? json_number(j, "dense_bf16_us") : json_number(j, "compressed_us");
       (batch == 1 ? row->gemv_b1_us : row->gemv_b8_us) = us;
     }
     return Status::ok();
@@ -159,10 +121,10 @@ class Comparison {
       row.error = s.status().message();
       return row;
     }
-    row.effective_bits = number(*s, "expert_bits_per_weight");
-    row.compress_seconds = number(*s, "seconds");
-    row.compress_peak_rss_mb = number(*s, "peak_rss_mb");
-    row.artifact_bytes = directory_bytes(art);
+    row.effective_bits = json_number(*s, "expert_bits_per_weight");
+    row.compress_seconds = json_number(*s, "seconds");
+    row.compress_peak_rss_mb = json_number(*s, "peak_rss_mb");
+    row.artifact_bytes = directory_bytes(art.string());
     const Status st = measure(art.string(), bench, &row);
     if (!st.is_ok()) row.error = st.message();
     return row;
@@ -236,8 +198,7 @@ Status run_compare(const CompareOptions& o) {
     const fs::path saved = fs::path(o.out) / "rows" / (file_label(label) + ".json");
     std::optional<eval::CompareRow> row;
     if (!o.overwrite && fs::exists(saved)) {
-      auto text = io::read_text_file(saved.string());
-      if (text.is_ok()) row = row_from_json(nlohmann::json::parse(*text, nullptr, false));
+      if (auto j = load_saved_json(saved.string())) row = row_from_json(*j);
       if (row && !row->error.empty()) row.reset();  // a failed row is tried again
       if (row) std::cerr << "[" << i + 1 << "/" << items.size() << "] " << label << ": measured earlier (" << saved.string() << ")\n";
     }
