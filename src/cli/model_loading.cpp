@@ -34,8 +34,9 @@ void add_model_flags(CLI::App* cmd, ModelFlags* f) {
   cmd->add_option("--prefetch-from", f->offload.prefetch_from,
                   "with --prefetch: 'previous' (the experts the next layer used at the previous token) or\n"
                   "'affinity' (the next layer's experts most often routed together with this layer's in the\n"
-                  "--cache-profile trace, as many as this layer uses)")
-      ->check(CLI::IsMember({"previous", "affinity"}))
+                  "--cache-profile trace, as many as this layer uses) or 'pregate' (the next layer's router run\n"
+                  "on the current hidden state once this layer's experts are loaded: its top-k for every token)")
+      ->check(CLI::IsMember({"previous", "affinity", "pregate"}))
       ->capture_default_str();
   cmd->add_option("--huge-pages", f->huge_pages,
                   "'on' copies every dense bf16/f32 matrix of 1 MiB or more into 2 MiB transparent huge pages at\n"

@@ -41,6 +41,34 @@ void run_expert(const BlockContext& ctx, size_t layer, const ExpertOps& ops, siz
   if (ctx.profile) ctx.profile->add_expert_op(*ops.gate, ScopedOpTimer::elapsed_ns(t0));
 }
 
+// Pre-gating: the next sparse layer's router on the current residual stream
+// s.h (after this layer's attention, before its FFN), normalised with that
+// layer's post-attention norm, as that layer will see it less this layer's FFN
+// and its own attention. The union of its top-k choices over the rows goes to
+// the provider. Nothing for the last sparse layer (the next token is unknown).
+void predict_next_layer(const BlockContext& ctx, size_t layer) {
+  const MoeModel& m = ctx.model;
+  const io::MoeModelConfig& c = m.config();
+  const auto& layers = m.weights().layers;
+  size_t next = layer + 1;
+  while (next < layers.size() && !layers[next].sparse) ++next;
+  if (next >= layers.size()) return;
+  Session::Scratch& s = ctx.s;
+  const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size), E = static_cast<size_t>(c.num_experts);
+  s.pregate_x.resize(T * H);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  for (size_t t = 0; t < T; ++t)
+    rms_norm_to(&s.h[t * H], &s.pregate_x[t * H], H, layers[next].post_attention_norm.data(), eps);
+  route_layer(m, next, s.pregate_x.data(), T, &s.pregate_logits, &s.pregate_routing, ctx.pool);
+  std::vector<uint8_t> chosen(E, 0);
+  const size_t picks = std::min(s.pregate_routing.experts.size(), T * static_cast<size_t>(c.num_experts_per_tok));
+  for (size_t i = 0; i < picks; ++i) chosen[static_cast<size_t>(s.pregate_routing.experts[i])] = 1;
+  s.predicted.clear();
+  for (size_t e = 0; e < E; ++e)
+    if (chosen[e]) s.predicted.push_back(static_cast<int>(e));
+  m.experts().predict(static_cast<int>(next), s.predicted);
+}
+
 }  // namespace
 
 Status routed_experts_block(const BlockContext& ctx, size_t layer, const RoutingObserver& observer) {
@@ -66,6 +94,10 @@ Status routed_experts_block(const BlockContext& ctx, size_t layer, const Routing
   phase.emplace(ctx.profile, OpClass::kExpertFetch);
   SUBMOE_RETURN_IF_ERROR(provider.begin_layer(static_cast<int>(layer), s.active).with_context(
       "layer " + std::to_string(layer) + " experts"));
+  if (provider.wants_predictions()) {
+    phase.emplace(ctx.profile, OpClass::kRouter);
+    predict_next_layer(ctx, layer);
+  }
   phase.emplace(ctx.profile, OpClass::kExperts);
   s.expert_out.resize(T * k * H);
   const size_t threads = ctx.pool ? static_cast<size_t>(ctx.pool->num_threads()) : 1;

@@ -48,6 +48,10 @@ struct Session::Scratch {
   Routing routing;
   ExpertGroups groups;
   std::vector<int> active;           // experts with tokens, ascending
+  std::vector<float> pregate_x;      // [T, H] pre-gating: the next sparse layer's router input
+  std::vector<float> pregate_logits; // [T, E]
+  Routing pregate_routing;
+  std::vector<int> predicted;        // the next sparse layer's predicted experts, ascending
   std::vector<float> expert_out;     // [T*k, H] expert outputs in group order
   std::vector<float> shared_out;     // [T, H]
   std::vector<float> gate_scalar;    // [T]

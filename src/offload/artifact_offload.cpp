@@ -112,11 +112,13 @@ Result<OffloadOptions> offload_options_from_flags(const OffloadFlags& flags, int
   o.store.backend = *io;
   o.prefetch = flags.prefetch;
   o.hybrid_pinned_fraction = flags.hybrid_pinned_fraction;
-  if (flags.prefetch_from != "previous" && flags.prefetch_from != "affinity")
-    return invalid_argument("--prefetch-from '" + flags.prefetch_from + "': expected previous or affinity");
+  if (flags.prefetch_from != "previous" && flags.prefetch_from != "affinity" && flags.prefetch_from != "pregate")
+    return invalid_argument("--prefetch-from '" + flags.prefetch_from + "': expected previous, affinity or pregate");
   const bool affinity = flags.prefetch_from == "affinity";
-  if (affinity && !flags.prefetch) return invalid_argument("--prefetch-from affinity needs --prefetch");
+  if (flags.prefetch_from != "previous" && !flags.prefetch)
+    return invalid_argument("--prefetch-from " + flags.prefetch_from + " needs --prefetch");
   if (affinity) o.prefetch_from = OffloadOptions::PrefetchFrom::kAffinity;
+  if (flags.prefetch_from == "pregate") o.prefetch_from = OffloadOptions::PrefetchFrom::kPregate;
   const bool pins = o.policy == CachePolicy::kPinned || o.policy == CachePolicy::kHybrid;
   const bool wants_profile = pins || affinity;
   if (wants_profile && flags.cache_profile.empty())

@@ -51,8 +51,16 @@ Status CachedExpertProvider::begin_layer(int layer, std::span<const int> experts
   slot.experts.assign(experts.begin(), experts.end());
   slot.handles = std::move(handles).value();
   slot.last_experts = slot.experts;
-  if (prefetcher_) queue_prefetch(layer);
+  if (prefetcher_ && !pregating_) queue_prefetch(layer);
   return Status::ok();
+}
+
+void CachedExpertProvider::predict(int layer, std::span<const int> experts) {
+  if (!prefetcher_ || layer < 0 || static_cast<size_t>(layer) >= layers_.size()) return;
+  std::vector<ExpertKey> keys;
+  keys.reserve(experts.size());
+  for (int e : experts) keys.push_back({layer, e});
+  prefetcher_->submit(std::move(keys));
 }
 
 Status CachedExpertProvider::set_affinity(std::vector<uint32_t> counts, int num_experts) {
@@ -166,6 +174,7 @@ Result<std::unique_ptr<CachedExpertProvider>> make_cached_expert_provider(std::s
   std::unique_ptr<Prefetcher> prefetcher;
   if (options.prefetch) prefetcher = std::make_unique<Prefetcher>(shared.get());
   auto provider = std::make_unique<CachedExpertProvider>(shared, std::move(prefetcher), L, notice);
+  provider->set_pregating(options.prefetch_from == OffloadOptions::PrefetchFrom::kPregate);
   if (options.prefetch_from == OffloadOptions::PrefetchFrom::kAffinity)
     SUBMOE_RETURN_IF_ERROR(provider->set_affinity(options.affinity, E));
   return provider;

@@ -94,6 +94,22 @@ rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 
 [ "$rc" -ne 0 ] && grep -qF -- "--prefetch-from affinity needs --cache-profile" <<<"$out" &&
   echo "ok   run refuses --prefetch-from affinity without a profile" || fail "run affinity without profile: $rc: $out"
 
+# --prefetch-from pregate on run: the same tokens as without prefetch, with prefetches made;
+# it needs --prefetch; trace replay (no hidden states) refuses it.
+rc=0; base=$("$bin" run --model "$work/int4" --prompt "The old prince said" -n 8 --ignore-eos --expert-cache-mb 1 --json 2>&1) || rc=$?
+rc2=0; pre=$("$bin" run --model "$work/int4" --prompt "The old prince said" -n 8 --ignore-eos --expert-cache-mb 1 \
+  --prefetch --prefetch-from pregate --json 2>&1) || rc2=$?
+if [ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && python3 - "$base" "$pre" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1].splitlines()[-1]), json.loads(sys.argv[2].splitlines()[-1])
+assert a["text"] == b["text"], (a["text"], b["text"])
+assert b["expert_cache"]["prefetched"] > 0, b["expert_cache"]
+PY
+then echo "ok   run --prefetch-from pregate: same text, prefetches made"; else fail "run pregate: $rc $rc2: $base $pre"; fi
+rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 1 --prefetch-from pregate 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -qF -- "--prefetch-from pregate needs --prefetch" <<<"$out" &&
+  echo "ok   run refuses --prefetch-from pregate without --prefetch" || fail "pregate without prefetch: $rc: $out"
+
 # Refusals.
 expect() {  # expect WANT args...: exit status 1 or 2 and WANT in the message
   local want=$1; shift
@@ -118,4 +134,5 @@ expect "missing.trace" --artifact "$work/int4" --trace "$work/missing.trace" --e
 expect "--prefetch-from affinity needs --cache-profile" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from affinity
 expect "--prefetch-from affinity needs --prefetch" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch-from affinity --cache-profile "$work/t.trace"
 expect "--io" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --io mmap
+expect "--prefetch-from" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from pregate
 [ "$fails" -eq 0 ] || exit 1

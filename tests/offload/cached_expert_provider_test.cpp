@@ -318,6 +318,57 @@ TEST(CachedExpertProvider, AffinityPrefetchLoadsTheNextLayersMostCoRoutedExperts
   EXPECT_EQ(make_cached_expert_provider(f->source, o).status().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(CachedExpertProvider, PregatingPrefetchesWhatTheModelPredictsAndKeepsLogitsExact) {
+  auto f = make_fixture();
+  OffloadOptions o;
+  o.prefetch = true;
+  o.prefetch_from = OffloadOptions::PrefetchFrom::kPregate;
+  o.budget_bytes = uint64_t{1} << 30;
+  {
+    // The provider alone: begin_layer queues nothing itself; predict() loads
+    // the named experts, which the next begin_layer then hits.
+    auto provider = make_cached_expert_provider(f->source, o);
+    ASSERT_TRUE(provider.is_ok()) << provider.status().to_string();
+    CachedExpertProvider& p = **provider;
+    EXPECT_TRUE(p.wants_predictions());
+    const std::vector<int> first = {1, 4}, second = {2, 5, 7};
+    ASSERT_TRUE(p.begin_layer(0, first).is_ok());
+    p.predict(1, second);
+    for (int i = 0; i < 400 && p.prefetcher()->stats().loaded + p.prefetcher()->stats().no_room < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(p.prefetcher()->stats().requested, 3u);  // only the prediction, nothing from begin_layer
+    EXPECT_EQ(p.prefetcher()->stats().loaded, 3u);
+    p.end_layer(0);
+    ASSERT_TRUE(p.begin_layer(1, second).is_ok());
+    EXPECT_EQ(p.cache().stats().layers[1].misses, 0u);
+    EXPECT_EQ(p.cache().stats().prefetch_hits, 3u);
+    p.end_layer(1);
+    p.predict(7, second);  // a layer outside the model: ignored
+    EXPECT_EQ(p.prefetcher()->stats().requested, 3u);
+  }
+  // Through the model under a binding budget: the logits stay the resident
+  // model's bit for bit, and the model's predictions reach the prefetcher.
+  ThreadPool pool(2);
+  auto want = run_tokens(*f->resident, &pool);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  o.budget_bytes = static_cast<uint64_t>(f->source->num_layers() * f->source->num_experts()) * f->source->expert_bytes() / 2;
+  auto provider = make_cached_expert_provider(f->source, o);
+  ASSERT_TRUE(provider.is_ok()) << provider.status().to_string();
+  CachedExpertProvider* raw = provider->get();
+  auto m = model_with(*f, std::move(provider).value());
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  auto got = run_tokens(**m, &pool);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  EXPECT_EQ(std::memcmp(got->data(), want->data(), want->size() * sizeof(float)), 0);
+  EXPECT_GT(raw->prefetcher()->stats().requested, 0u);
+  // Without --prefetch there is no prefetcher and no prediction is asked for.
+  o.prefetch = false;
+  auto plain = make_cached_expert_provider(f->source, o);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_FALSE((*plain)->wants_predictions());
+}
+
 TEST(CachedExpertProvider, FactoryAndProviderRejectBadInput) {
   auto f = make_fixture();
   OffloadOptions o;

@@ -45,6 +45,18 @@ class ExpertProvider {
   // Valid between begin_layer and end_layer for an expert that was listed.
   virtual ExpertOps ops(int layer, int expert) const = 0;
   virtual void end_layer(int layer) { (void)layer; }
+
+  // Pre-gating (prefetch on hidden states): whether the provider wants the
+  // model's prediction of the next sparse layer's experts. When it does, the
+  // model runs that layer's router on the current hidden state once the
+  // current layer's experts are acquired (begin_layer returned) and passes the
+  // union of the predicted experts (ascending, distinct) to predict(), so their
+  // reads overlap the current layer's compute.
+  virtual bool wants_predictions() const { return false; }
+  virtual void predict(int layer, std::span<const int> experts) {
+    (void)layer;
+    (void)experts;
+  }
 };
 
 // Owns every expert's ops, all in memory (e.g. dense views into a mapped checkpoint).

@@ -37,7 +37,7 @@ struct OffloadFlags {
   std::string cache_policy = "lru"; // --cache-policy lru|lfu|pinned|hybrid
   std::string cache_profile;        // --cache-profile: routing trace (submoe trace record) for pinned/hybrid
   bool prefetch = false;            // --prefetch
-  std::string prefetch_from = "previous";  // --prefetch-from previous|affinity (affinity: --cache-profile's co-routing)
+  std::string prefetch_from = "previous";  // --prefetch-from previous|affinity|pregate (affinity: --cache-profile's co-routing)
   std::string io = "pread";         // --io pread|direct|uring|uring-direct
   double hybrid_pinned_fraction = 0.5;
 };

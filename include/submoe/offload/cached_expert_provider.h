@@ -38,11 +38,17 @@ class CachedExpertProvider final : public model::ExpertProvider {
   // ([num_layers][E][E], expert_affinity()) instead of repeating the previous
   // token's. kInvalidArgument when the counts are not num_layers x E x E.
   Status set_affinity(std::vector<uint32_t> counts, int num_experts);
+  // With a prefetcher: prefetch what the model predicts by pre-gating (predict())
+  // instead of what the previous token or the affinity counts name.
+  void set_pregating(bool on) { pregating_ = on; }
   ~CachedExpertProvider() override;
 
   Status begin_layer(int layer, std::span<const int> experts) override;
   model::ExpertOps ops(int layer, int expert) const override;
   void end_layer(int layer) override;
+  bool wants_predictions() const override { return prefetcher_ != nullptr && pregating_; }
+  // Submits the predicted experts of `layer` to the prefetcher (replacing its queue).
+  void predict(int layer, std::span<const int> experts) override;
 
   ExpertCache& cache() const { return *cache_; }
   const Prefetcher* prefetcher() const { return prefetcher_.get(); }
@@ -68,6 +74,7 @@ class CachedExpertProvider final : public model::ExpertProvider {
   std::vector<LayerSlot> layers_;
   std::vector<uint32_t> affinity_;  // empty: previous-token prediction
   int affinity_experts_ = 0;
+  bool pregating_ = false;
 };
 
 struct OffloadOptions {
@@ -84,7 +91,9 @@ struct OffloadOptions {
   // experts that layer used at the previous token (kPrevious), or the experts
   // most co-routed with the current layer's (kAffinity: expert_affinity() of a
   // profiling trace, [L][E][E]), as many as the current layer uses.
-  enum class PrefetchFrom { kPrevious, kAffinity };
+  // kPregate: the next sparse layer's router run on the current hidden state
+  // (the model's predict() calls; run and eval only, a trace has no hidden states).
+  enum class PrefetchFrom { kPrevious, kAffinity, kPregate };
   PrefetchFrom prefetch_from = PrefetchFrom::kPrevious;
   std::vector<uint32_t> affinity;
 };
