@@ -83,6 +83,7 @@ struct RecordOptions {
   bool allow_extra_tensors = false;
   bool lossy_text = false;
   bool json = false;
+  std::string predictions_out;
 };
 
 Status record(const RecordOptions& o) {
@@ -94,6 +95,9 @@ Status record(const RecordOptions& o) {
   opt.prefill_chunk = o.chunk;
   opt.max_tokens = o.max_tokens;
   opt.lossy_text = o.lossy_text;
+  opt.predictions_out = o.predictions_out;
+  if (!o.predictions_out.empty() && o.predictions_out == o.out)
+    return invalid_argument("--predictions-out must differ from --out");
   const bool tty = isatty(STDERR_FILENO) == 1;
   if (tty && !o.json)
     opt.progress = [](uint64_t done, uint64_t total) {
@@ -148,6 +152,10 @@ void setup_trace(CLI::App& root) {
       ->capture_default_str();
   rec->add_option("--threads", ro->threads, "worker threads; 0 = all hardware threads")->capture_default_str()
       ->check(thread_count(true));
+  rec->add_option("--predictions-out", ro->predictions_out,
+                  "also write pre-gating's predictions as a trace of the same layout: MoE layer m > 0 holds what\n"
+                  "layer m's router chose on the hidden state of layer m - 1 (after its attention), layer 0 its\n"
+                  "actual routing (for trace replay --prefetch-from pregate --predictions)");
   rec->add_flag("--lossy-text", ro->lossy_text, "read a text that is not valid UTF-8, each bad byte as U+FFFD");
   rec->add_flag("--allow-extra-tensors", ro->allow_extra_tensors,
                 "record although the checkpoint holds tensors the model does not read (default: an error)");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -20,7 +21,7 @@ namespace {
 using nlohmann::json;
 
 struct ReplayOptions {
-  std::string artifact, trace, execution = "fused";
+  std::string artifact, trace, execution = "fused", predictions;
   offload::OffloadFlags offload;
   uint32_t batch = 1;
   uint64_t tokens = 0;
@@ -45,7 +46,16 @@ Result<uint64_t> largest_expert_bytes(const offload::ExpertSource& source) {
 Status replay(const ReplayOptions& o) {
   if (!(o.offload.expert_cache_mb > 0))
     return invalid_argument("--expert-cache-mb must be > 0 (the DRAM budget the experts are paged into)");
+  const bool pregate = o.offload.prefetch_from == "pregate";
+  if (pregate != !o.predictions.empty())
+    return invalid_argument(pregate ? "--prefetch-from pregate needs --predictions (trace record --predictions-out): a "
+                                      "trace holds no hidden states to run the routers on"
+                                    : "--predictions only applies to --prefetch --prefetch-from pregate");
   SUBMOE_ASSIGN_OR_RETURN(offload::RoutingTrace trace, offload::RoutingTrace::load(o.trace));
+  std::optional<offload::RoutingTrace> predictions;
+  if (pregate) {
+    SUBMOE_ASSIGN_OR_RETURN(predictions, offload::RoutingTrace::load(o.predictions));
+  }
   SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> artifact, runtime::Artifact::open(o.artifact));
   SUBMOE_ASSIGN_OR_RETURN(runtime::ExecutionMode mode, runtime::parse_execution_mode(o.execution));
   SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const offload::ExpertSource> source,
@@ -64,6 +74,7 @@ Status replay(const ReplayOptions& o) {
   offload::TraceReplayOptions ro;
   ro.batch = o.batch;
   ro.max_tokens = o.tokens;
+  if (predictions) ro.predictions = &*predictions;
   if (!o.json && isatty(STDERR_FILENO) == 1)
     ro.progress = [](uint64_t done, uint64_t total) {
       std::fprintf(stderr, "\r[trace replay] %llu / %llu tokens", static_cast<unsigned long long>(done),
@@ -141,10 +152,14 @@ void setup_trace_replay(CLI::App* trace) {
   cmd->add_flag("--prefetch", o->offload.prefetch,
                 "prefetch on a background thread the experts each layer used at the previous step");
   cmd->add_option("--prefetch-from", o->offload.prefetch_from,
-                  "with --prefetch: previous (the next layer's experts of the previous step) or affinity (the next\n"
-                  "layer's experts most co-routed with this layer's in --cache-profile)")
-      ->check(CLI::IsMember({"previous", "affinity"}))
+                  "with --prefetch: previous (the next layer's experts of the previous step), affinity (the next\n"
+                  "layer's experts most co-routed with this layer's in --cache-profile) or pregate (the next layer's\n"
+                  "experts its router chose on this layer's hidden state, from --predictions)")
+      ->check(CLI::IsMember({"previous", "affinity", "pregate"}))
       ->capture_default_str();
+  cmd->add_option("--predictions", o->predictions,
+                  "pre-gating's predictions recorded with the trace (trace record --predictions-out), for\n"
+                  "--prefetch-from pregate");
   cmd->add_option("--io", o->offload.io, "expert reads: pread | direct (O_DIRECT) | uring | uring-direct")
       ->check(CLI::IsMember({"pread", "direct", "uring", "uring-direct"}))
       ->capture_default_str();

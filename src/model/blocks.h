@@ -16,6 +16,7 @@ struct BlockContext {
   size_t num_tokens;      // T
   const RowPlacement& rows;
   OpProfile* profile = nullptr;  // null: not profiling
+  const RoutingObserver* prediction_observer = nullptr;  // pre-gating's predictions (null: none wanted)
 };
 
 // s.block = Attn(s.x) for layer `layer`; writes each row's new key and value at

@@ -45,7 +45,8 @@ void run_expert(const BlockContext& ctx, size_t layer, const ExpertOps& ops, siz
 // s.h (after this layer's attention, before its FFN), normalised with that
 // layer's post-attention norm, as that layer will see it less this layer's FFN
 // and its own attention. The union of its top-k choices over the rows goes to
-// the provider. Nothing for the last sparse layer (the next token is unknown).
+// the provider, the per-token choices to the prediction observer. Nothing for
+// the last sparse layer (the next token is unknown).
 void predict_next_layer(const BlockContext& ctx, size_t layer) {
   const MoeModel& m = ctx.model;
   const io::MoeModelConfig& c = m.config();
@@ -66,7 +67,8 @@ void predict_next_layer(const BlockContext& ctx, size_t layer) {
   s.predicted.clear();
   for (size_t e = 0; e < E; ++e)
     if (chosen[e]) s.predicted.push_back(static_cast<int>(e));
-  m.experts().predict(static_cast<int>(next), s.predicted);
+  if (ctx.prediction_observer) (*ctx.prediction_observer)(static_cast<int>(next), ctx.rows.position[0], s.pregate_routing);
+  if (m.experts().wants_predictions()) m.experts().predict(static_cast<int>(next), s.predicted);
 }
 
 }  // namespace
@@ -94,7 +96,7 @@ Status routed_experts_block(const BlockContext& ctx, size_t layer, const Routing
   phase.emplace(ctx.profile, OpClass::kExpertFetch);
   SUBMOE_RETURN_IF_ERROR(provider.begin_layer(static_cast<int>(layer), s.active).with_context(
       "layer " + std::to_string(layer) + " experts"));
-  if (provider.wants_predictions()) {
+  if (provider.wants_predictions() || ctx.prediction_observer) {
     phase.emplace(ctx.profile, OpClass::kRouter);
     predict_next_layer(ctx, layer);
   }

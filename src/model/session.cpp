@@ -78,7 +78,8 @@ Status Session::forward(std::span<const int32_t> tokens, LogitsMode mode, std::v
     for (size_t t = 0; t < T; ++t) s.logit_rows.push_back(t);
   else if (mode == LogitsMode::kLast)
     s.logit_rows.push_back(T - 1);
-  const detail::BlockContext ctx{model_, pool_, s, T, s.placement, profile_};
+  const detail::BlockContext ctx{model_, pool_, s, T, s.placement, profile_,
+                                 prediction_observer_ ? &prediction_observer_ : nullptr};
   // On an error the cache keeps its old length: the batch is dropped.
   SUBMOE_RETURN_IF_ERROR(detail::forward_rows(ctx, tokens, observer_, s.logit_rows, logits));
   cache_.advance(T);

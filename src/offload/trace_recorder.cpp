@@ -31,11 +31,19 @@ Result<RoutingTrace> record_routing_trace(const model::MoeModel& model, std::spa
   if (options.max_tokens > 0 && tokens.size() > options.max_tokens)
     tokens = tokens.first(static_cast<size_t>(options.max_tokens));
   RoutingTraceCollector collector(c);
+  RoutingTraceCollector predicted(c);
+  int first_moe = 0;
+  while (!c.is_moe_layer(first_moe)) ++first_moe;
   model::Session session(model, pool);
   session.reserve(std::min(options.context, tokens.size()));
-  session.set_routing_observer([&collector](int layer, size_t first, const model::Routing& r) {
+  const bool predict = options.predictions != nullptr;
+  session.set_routing_observer([&, predict](int layer, size_t first, const model::Routing& r) {
     collector.observe(layer, first, r);
+    if (predict && layer == first_moe) predicted.observe(layer, first, r);
   });
+  if (predict)
+    session.set_prediction_observer(
+        [&predicted](int layer, size_t first, const model::Routing& r) { predicted.observe(layer, first, r); });
   uint64_t done = 0;
   for (size_t start = 0; start < tokens.size(); start += options.context) {
     const size_t length = std::min(options.context, tokens.size() - start);
@@ -46,10 +54,12 @@ Result<RoutingTrace> record_routing_trace(const model::MoeModel& model, std::spa
       if (!s.is_ok()) return s.with_context("trace record: tokens " + std::to_string(start + off) + ".." +
                                             std::to_string(start + off + n));
       SUBMOE_RETURN_IF_ERROR(collector.end_forward());
+      if (predict) SUBMOE_RETURN_IF_ERROR(predicted.end_forward().with_context("trace record: predictions"));
       done += n;
       if (options.progress) options.progress(done, tokens.size());
     }
   }
+  if (predict) *options.predictions = predicted.take_trace();
   RoutingTrace trace = collector.take_trace();
   return trace;
 }
@@ -72,9 +82,13 @@ Result<TraceRecordSummary> record_trace_file(const std::string& model_path, cons
   if (ids.empty()) return invalid_argument("trace record: " + text_path + " yields no tokens");
 
   const auto t_record = Clock::now();
-  SUBMOE_ASSIGN_OR_RETURN(RoutingTrace trace, record_routing_trace(*m, ids, options, pool));
+  RoutingTrace predictions;
+  TraceRecordOptions with_predictions = options;
+  if (!options.predictions_out.empty()) with_predictions.predictions = &predictions;
+  SUBMOE_ASSIGN_OR_RETURN(RoutingTrace trace, record_routing_trace(*m, ids, with_predictions, pool));
   summary.record_seconds = seconds_since(t_record);
   SUBMOE_RETURN_IF_ERROR(trace.save(out_path));
+  if (!options.predictions_out.empty()) SUBMOE_RETURN_IF_ERROR(predictions.save(options.predictions_out));
 
   summary.text_tokens = ids.size();
   summary.tokens = trace.num_tokens();

@@ -55,6 +55,14 @@ Result<TraceReplayResult> replay_trace(const RoutingTrace& trace, const ExpertSo
                             " layers with routed experts");
   const uint64_t total = o.max_tokens == 0 ? trace.num_tokens() : std::min<uint64_t>(o.max_tokens, trace.num_tokens());
   if (total == 0) return invalid_argument("trace replay: the trace has no tokens");
+  const RoutingTrace* pred = o.predictions;
+  if (pred && (pred->num_layers() != trace.num_layers() || pred->num_experts() != trace.num_experts() ||
+               pred->top_k() != trace.top_k() || pred->num_tokens() < total))
+    return invalid_argument("trace replay: the predictions (" + std::to_string(pred->num_tokens()) + " tokens, " +
+                            std::to_string(pred->num_layers()) + " layers, " + std::to_string(pred->num_experts()) +
+                            " experts, top-" + std::to_string(pred->top_k()) +
+                            ") do not match the trace; record both in one trace record --predictions-out");
+  std::vector<int> predicted;
 
   TraceReplayResult r;
   r.batch = o.batch;
@@ -93,6 +101,17 @@ Result<TraceReplayResult> replay_trace(const RoutingTrace& trace, const ExpertSo
       if (!st.is_ok())
         return st.with_context("trace replay: layer " + std::to_string(layer) + ", tokens " + std::to_string(t0) + ".." +
                                std::to_string(t0 + nb - 1));
+      if (pred && li + 1 < layers.size()) {
+        predicted.clear();
+        for (uint32_t t = 0; t < nb; ++t) {
+          const ExpertChoice* c = pred->token_layer(t0 + t, static_cast<uint32_t>(li + 1));
+          for (uint32_t j = 0; j < k; ++j)
+            if (c[j].expert < source.num_experts()) predicted.push_back(static_cast<int>(c[j].expert));
+        }
+        std::sort(predicted.begin(), predicted.end());
+        predicted.erase(std::unique(predicted.begin(), predicted.end()), predicted.end());
+        provider.predict(layers[li + 1], predicted);
+      }
       const auto t_compute = Clock::now();
       for (int e : experts) {
         const model::ExpertOps ops = provider.ops(layer, e);

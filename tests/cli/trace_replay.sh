@@ -106,6 +106,21 @@ assert a["text"] == b["text"], (a["text"], b["text"])
 assert b["expert_cache"]["prefetched"] > 0, b["expert_cache"]
 PY
 then echo "ok   run --prefetch-from pregate: same text, prefetches made"; else fail "run pregate: $rc $rc2: $base $pre"; fi
+# trace record --predictions-out, then trace replay --prefetch-from pregate --predictions: every
+# prediction is a prefetch request of layers 1..5, and its hits show in the cache figures.
+rc=0; out=$("$bin" trace record --model "$model" --text "$calib" --max-tokens 200 --out "$work/t2.trace" \
+  --predictions-out "$work/p.trace" 2>&1) || rc=$?
+cmp -s "$work/t.trace" "$work/t2.trace" && [ "$rc" -eq 0 ] && [ -s "$work/p.trace" ] &&
+  echo "ok   trace record --predictions-out: the trace is unchanged" || fail "predictions-out: $rc: $out"
+rc=0; j=$("$bin" trace replay --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 2 --prefetch \
+  --prefetch-from pregate --predictions "$work/p.trace" --threads 1 --json 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && python3 - "$j" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["prefetch"] == "pregate" and j["hits"] + j["misses"] == 2400, j
+assert 0 < j["prefetcher"]["requested"] <= 200 * 5 * 2 and j["prefetch_hits"] > 0, j
+PY
+then echo "ok   trace replay --prefetch-from pregate: predictions prefetched, hits counted"; else fail "replay pregate: $rc: $j"; fi
 rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 1 --prefetch-from pregate 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && grep -qF -- "--prefetch-from pregate needs --prefetch" <<<"$out" &&
   echo "ok   run refuses --prefetch-from pregate without --prefetch" || fail "pregate without prefetch: $rc: $out"
@@ -134,5 +149,7 @@ expect "missing.trace" --artifact "$work/int4" --trace "$work/missing.trace" --e
 expect "--prefetch-from affinity needs --cache-profile" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from affinity
 expect "--prefetch-from affinity needs --prefetch" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch-from affinity --cache-profile "$work/t.trace"
 expect "--io" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --io mmap
-expect "--prefetch-from" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from pregate
+expect "--prefetch-from pregate needs --predictions" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from pregate
+expect "--predictions only applies to --prefetch --prefetch-from pregate" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --predictions "$work/t.trace"
+expect "do not match the trace" --artifact "$work/int4" --trace "$work/t.trace" --expert-cache-mb 1 --prefetch --prefetch-from pregate --predictions "$work/other.trace"
 [ "$fails" -eq 0 ] || exit 1

@@ -18,6 +18,7 @@
 #include "submoe/io/safetensors.h"
 #include "submoe/io/architecture.h"
 #include "submoe/model/moe_model.h"
+#include "submoe/offload/trace_replay.h"
 
 namespace submoe::offload {
 namespace {
@@ -367,6 +368,47 @@ TEST(CachedExpertProvider, PregatingPrefetchesWhatTheModelPredictsAndKeepsLogits
   auto plain = make_cached_expert_provider(f->source, o);
   ASSERT_TRUE(plain.is_ok());
   EXPECT_FALSE((*plain)->wants_predictions());
+}
+
+// trace replay with pre-gating's predictions: perfect predictions (the trace
+// itself) prefetch every later layer's experts, which its acquire then finds
+// loaded or in flight; layer 0 is never predicted; predictions of another
+// layout are refused.
+TEST(CachedExpertProvider, ReplayPrefetchesFromRecordedPredictions) {
+  auto f = make_fixture();
+  const uint32_t L = 2, E = 8, k = 2;
+  RoutingTrace trace(L, E, k);
+  std::mt19937 rng(5);
+  for (int t = 0; t < 40; ++t) {
+    std::vector<ExpertChoice> c;
+    for (uint32_t l = 0; l < L; ++l) {
+      const uint16_t a = static_cast<uint16_t>(rng() % E), b = static_cast<uint16_t>((a + 1 + rng() % (E - 1)) % E);
+      c.push_back({a, float_to_bf16(0.6f)});
+      c.push_back({b, float_to_bf16(0.4f)});
+    }
+    ASSERT_TRUE(trace.append_token(c).is_ok());
+  }
+  OffloadOptions o;
+  o.prefetch = true;
+  o.prefetch_from = OffloadOptions::PrefetchFrom::kPregate;
+  o.budget_bytes = 6 * f->source->expert_bytes();  // binding: 6 of 16 experts
+  auto provider = make_cached_expert_provider(f->source, o);
+  ASSERT_TRUE(provider.is_ok()) << provider.status().to_string();
+  TraceReplayOptions ro;
+  ro.predictions = &trace;
+  auto r = replay_trace(trace, *f->source, **provider, nullptr, ro);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const CacheStats s = (*provider)->cache().stats();
+  EXPECT_EQ(s.total.hits + s.total.misses, 40u * L * k);
+  EXPECT_GT(s.prefetch_hits, 0u);
+  EXPECT_GT((*provider)->prefetcher()->stats().requested, 0u);
+  EXPECT_LE((*provider)->prefetcher()->stats().requested, 40u * k);  // layer 1 only
+
+  RoutingTrace other(L, E, 1);
+  ro.predictions = &other;
+  auto bad = replay_trace(trace, *f->source, **provider, nullptr, ro);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("do not match the trace"), std::string::npos) << bad.status().message();
 }
 
 TEST(CachedExpertProvider, FactoryAndProviderRejectBadInput) {

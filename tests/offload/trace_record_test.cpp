@@ -4,6 +4,9 @@
 #include "submoe/offload/trace_recorder.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
 #include <stdlib.h>
 
 #include <cmath>
@@ -165,6 +168,59 @@ TEST(TraceRecord, WindowsStartFreshAndChunkingDoesNotMatter) {
       for (uint32_t j = 0; j < a->top_k(); ++j)
         differ += a->token_layer(t, l)[j].weight.bits != b->token_layer(t, l)[j].weight.bits;
   EXPECT_GT(differ, 10u);
+}
+
+// Pre-gating's predictions recorded beside the routing: the same layout and
+// tokens; MoE layer 0 is the actual routing (nothing predicts it); the later
+// layers are each router's choices on the previous MoE layer's hidden state,
+// distinct experts with top-k weights, independent of chunking and threads;
+// the routing itself is unchanged by recording them.
+TEST(TraceRecord, PredictionsHaveTheTracesLayoutAndDoNotDependOnChunking) {
+  auto m = model::MoeModel::load(kFixtures + "qwen2_moe");  // layer 1 is dense: 2 traced layers
+  ASSERT_TRUE(m.is_ok());
+  const auto g = golden("qwen2_moe");
+  std::vector<int32_t> tokens;
+  for (const auto& p : g["prompts"])
+    for (const auto& id : p["input_ids"]) tokens.push_back(id.get<int32_t>());
+  ThreadPool pool(2);
+  TraceRecordOptions plain;
+  auto want = record_routing_trace(**m, tokens, plain, nullptr);
+  ASSERT_TRUE(want.is_ok());
+  std::optional<RoutingTrace> first;
+  for (size_t chunk : {size_t{1}, size_t{5}, size_t{128}}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    RoutingTrace predictions;
+    TraceRecordOptions opt;
+    opt.prefill_chunk = chunk;
+    opt.predictions = &predictions;
+    auto trace = record_routing_trace(**m, tokens, opt, chunk == 5 ? &pool : nullptr);
+    ASSERT_TRUE(trace.is_ok()) << trace.status().to_string();
+    expect_same_routing(*trace, *want);
+    ASSERT_EQ(predictions.num_layers(), 2u);
+    ASSERT_EQ(predictions.num_tokens(), tokens.size());
+    ASSERT_EQ(predictions.top_k(), trace->top_k());
+    size_t differ = 0;
+    for (uint64_t t = 0; t < tokens.size(); ++t) {
+      for (uint32_t j = 0; j < trace->top_k(); ++j) {
+        EXPECT_EQ(predictions.token_layer(t, 0)[j].expert, trace->token_layer(t, 0)[j].expert);
+        EXPECT_EQ(predictions.token_layer(t, 0)[j].weight.bits, trace->token_layer(t, 0)[j].weight.bits);
+        differ += predictions.token_layer(t, 1)[j].expert != trace->token_layer(t, 1)[j].expert;
+      }
+      const ExpertChoice* p = predictions.token_layer(t, 1);
+      std::set<int> distinct;
+      for (uint32_t j = 0; j < predictions.top_k(); ++j) {
+        distinct.insert(p[j].expert);
+        EXPECT_LT(p[j].expert, predictions.num_experts());
+      }
+      EXPECT_EQ(distinct.size(), predictions.top_k());
+    }
+    EXPECT_GT(differ, 0u);  // a prediction, not a copy of the routing
+    if (!first) {
+      first = std::move(predictions);
+    } else {
+      expect_same_routing(predictions, *first);
+    }
+  }
 }
 
 TEST(TraceRecord, MaxTokensKeepsThePrefix) {

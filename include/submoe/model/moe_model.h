@@ -101,6 +101,11 @@ class Session {
   void reserve(size_t positions) { cache_.reserve(positions); }
   const KvCache& cache() const { return cache_; }
   void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
+  // Pre-gating's predictions (see ExpertProvider::predict): after each sparse
+  // layer but the last, the next sparse layer's router run on the current
+  // hidden state, per token, as `layer` = that next layer. Made whenever this
+  // observer is set (or the provider asks for predictions); they change nothing.
+  void set_prediction_observer(RoutingObserver observer) { prediction_observer_ = std::move(observer); }
   // Times every forward by op class into `profile` (null: off); it must
   // outlive the session or be reset to null.
   void set_profile(OpProfile* profile) { profile_ = profile; }
@@ -114,6 +119,7 @@ class Session {
   ThreadPool* pool_;
   KvCache cache_;
   RoutingObserver observer_;
+  RoutingObserver prediction_observer_;
   OpProfile* profile_ = nullptr;
   std::unique_ptr<Scratch> scratch_;
 };

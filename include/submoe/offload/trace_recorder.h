@@ -32,6 +32,14 @@ struct TraceRecordOptions {
   bool lossy_text = false;     // read invalid UTF-8 as U+FFFD (io::read_text_file)
   // Called after every forward call with (tokens done, tokens to record).
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Non-null: also record pre-gating's predictions (Session::set_prediction_observer)
+  // into this trace, of the same layout and tokens: MoE layer m > 0 holds the
+  // choices that layer m's router made on the hidden state of layer m - 1 (after
+  // its attention), per token; MoE layer 0, which nothing predicts, holds its
+  // actual routing. `trace replay --prefetch-from pregate` prefetches from it.
+  RoutingTrace* predictions = nullptr;
+  // record_trace_file: where to save the predictions (empty: not recorded).
+  std::string predictions_out;
 };
 
 // The routing of `tokens` (after the max_tokens cap) through `model`. The trace's

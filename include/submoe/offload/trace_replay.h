@@ -29,6 +29,11 @@ struct TraceReplayOptions {
   uint32_t batch = 1;       // tokens per step (1..kMaxReplayBatch)
   uint64_t max_tokens = 0;  // replay at most this many of the trace's tokens; 0 = all
   uint64_t seed = 1;        // of the random expert inputs
+  // Pre-gating's predictions recorded with the trace (trace record
+  // --predictions-out; same layout and tokens): after acquiring layer i, the
+  // union of the step's predicted experts of layer i + 1 goes to
+  // provider.predict(), as the model does at run time. Null: none.
+  const RoutingTrace* predictions = nullptr;
   // Called after each step with (tokens done, tokens in total).
   std::function<void(uint64_t, uint64_t)> progress;
 };
