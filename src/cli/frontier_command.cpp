@@ -234,6 +234,7 @@ std::vector<std::string> bench_args(const FrontierOptions& o, const RateSpec& r)
 // Hit rate against capacity for each policy, Belady and the popularity model.
 Result<std::vector<eval::HitRateCurve>> hit_rate_curves(const offload::RoutingTrace& trace,
                                                         const std::vector<uint64_t>& popularity,
+                                                        const offload::ForecastProbabilities& forecast,
                                                         const eval::PopularityProfile& profile, int64_t lru_zero_bound) {
   const int64_t slots = static_cast<int64_t>(trace.num_layers()) * trace.num_experts();
   std::vector<int64_t> caps;
@@ -248,13 +249,16 @@ Result<std::vector<eval::HitRateCurve>> hit_rate_curves(const offload::RoutingTr
   }
   std::vector<eval::HitRateCurve> curves;
   for (offload::CachePolicy p : {offload::CachePolicy::kLru, offload::CachePolicy::kLfu, offload::CachePolicy::kPinned,
-                                 offload::CachePolicy::kHybrid, offload::CachePolicy::kBelady}) {
+                                 offload::CachePolicy::kHybrid, offload::CachePolicy::kForecast,
+                                 offload::CachePolicy::kBelady}) {
     eval::HitRateCurve c{offload::cache_policy_name(p), {}};
     for (int64_t cap : caps) {
       offload::SimulationOptions so;
       so.policy = p;
       so.capacity_slots = static_cast<uint64_t>(cap);
       so.popularity = popularity;
+      so.choose_probability = forecast.choose;
+      so.repeat_probability = forecast.repeat;
       SUBMOE_ASSIGN_OR_RETURN(offload::SimulationResult r, offload::simulate_cache(trace, so));
       c.points.push_back({static_cast<double>(cap), r.hit_rate()});
     }
@@ -273,8 +277,9 @@ Status run_frontier(const FrontierOptions& o) {
     if (!fs::is_regular_file(*f)) return not_found(*f + ": no such file");
   if (!o.roofline.empty() && !fs::is_regular_file(o.roofline)) return not_found(o.roofline + ": no such file");
   SUBMOE_ASSIGN_OR_RETURN(offload::CachePolicy policy, offload::parse_cache_policy(o.policy));
-  if (policy == offload::CachePolicy::kBelady)
-    return invalid_argument("--policy belady is an offline bound (simulated for the hit-rate figure), not a cache to replay");
+  if (policy == offload::CachePolicy::kBelady || policy == offload::CachePolicy::kForecast)
+    return invalid_argument(std::string("--policy ") + offload::cache_policy_name(policy) +
+                            " exists only in the simulator (its curve is in the hit-rate figure), not as a cache to replay");
   SUBMOE_ASSIGN_OR_RETURN(io::MoeModelConfig cfg, io::load_hf_config((fs::path(o.model) / "config.json").string()));
   const int64_t src_width = cfg.moe_intermediate_size > 0 ? cfg.moe_intermediate_size : cfg.intermediate_size;
   int64_t hidden = cfg.hidden_size, width = src_width;
@@ -441,7 +446,8 @@ Status run_frontier(const FrontierOptions& o) {
   SUBMOE_ASSIGN_OR_RETURN(eval::PopularityProfile pop,
                           eval::profile_from_counts(popularity, profile_trace.num_layers(), d.experts, d.layers, d.top_k,
                                                     "trace:" + profile_path));
-  SUBMOE_ASSIGN_OR_RETURN(d.curves, hit_rate_curves(trace, popularity, pop, d.lru_zero_bound));
+  SUBMOE_ASSIGN_OR_RETURN(d.curves, hit_rate_curves(trace, popularity, offload::forecast_probabilities(profile_trace), pop,
+                                                    d.lru_zero_bound));
   for (const auto& [cap, h] : d.curves.front().points)
     if (h > 0) {
       d.lru_first_hit = static_cast<int64_t>(cap);

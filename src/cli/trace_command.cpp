@@ -194,12 +194,14 @@ void setup_trace(CLI::App& root) {
   static double hybrid_fraction = 0.5;
   static uint64_t expert_bytes = 1;
   sim->add_option("trace", sim_path, "Trace file")->required();
-  sim->add_option("--policy", policy_name, "lru | lfu | pinned | hybrid | belady (optimal offline bound)")
+  sim->add_option("--policy", policy_name,
+                  "lru | lfu | pinned | hybrid | forecast (evicts the slot whose next use is forecast furthest away\n"
+                  "from the layer order and the profile's pick and repeat probabilities) | belady (optimal offline bound)")
       ->capture_default_str();
   sim->add_option("--capacity", capacity_text,
                   "Cache size: a fraction of all expert slots if it contains '.', e.g. 0.25, else a slot count")
       ->required();
-  sim->add_option("--profile", profile_path, "Trace whose popularity picks the pinned set (default: the trace itself)");
+  sim->add_option("--profile", profile_path, "Trace whose popularity picks the pinned set and gives forecast's probabilities (default: the trace itself)");
   sim->add_option("--hybrid-pinned", hybrid_fraction, "Share of the capacity pinned by the hybrid policy")
       ->capture_default_str();
   sim->add_option("--expert-bytes", expert_bytes, "Bytes fetched per miss (for bytes_fetched)")->capture_default_str();
@@ -221,6 +223,9 @@ void setup_trace(CLI::App& root) {
       auto profile = offload::RoutingTrace::load(profile_path);
       if (!report("trace simulate", profile.status())) return;
       opt.popularity = offload::expert_popularity(*profile);
+      offload::ForecastProbabilities fp = offload::forecast_probabilities(*profile);
+      opt.choose_probability = std::move(fp.choose);
+      opt.repeat_probability = std::move(fp.repeat);
     }
     auto r = offload::simulate_cache(*t, opt);
     if (!report("trace simulate", r.status())) return;

@@ -104,8 +104,9 @@ Result<OffloadOptions> offload_options_from_flags(const OffloadFlags& flags, int
   o.budget_bytes = static_cast<uint64_t>(flags.expert_cache_mb * 1024.0 * 1024.0);
   auto policy = parse_cache_policy(flags.cache_policy);
   if (!policy.is_ok()) return policy.status().with_context("--cache-policy");
-  if (*policy == CachePolicy::kBelady)
-    return invalid_argument("--cache-policy: belady needs the future; it exists only in `trace simulate`");
+  if (*policy == CachePolicy::kBelady || *policy == CachePolicy::kForecast)
+    return invalid_argument(std::string("--cache-policy: ") + cache_policy_name(*policy) +
+                            " exists only in `trace simulate`" + (*policy == CachePolicy::kBelady ? " (it needs the future)" : ""));
   o.policy = *policy;
   auto io = parse_io_backend(flags.io);
   if (!io.is_ok()) return io.status().with_context("--io");

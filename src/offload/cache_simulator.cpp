@@ -16,15 +16,17 @@ const char* cache_policy_name(CachePolicy p) {
     case CachePolicy::kPinned: return "pinned";
     case CachePolicy::kHybrid: return "hybrid";
     case CachePolicy::kBelady: return "belady";
+    case CachePolicy::kForecast: return "forecast";
   }
   return "?";
 }
 
 Result<CachePolicy> parse_cache_policy(const std::string& name) {
-  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid, CachePolicy::kBelady}) {
+  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid, CachePolicy::kBelady,
+                        CachePolicy::kForecast}) {
     if (name == cache_policy_name(p)) return p;
   }
-  return invalid_argument("unknown cache policy '" + name + "' (expected lru, lfu, pinned, hybrid or belady)");
+  return invalid_argument("unknown cache policy '" + name + "' (expected lru, lfu, pinned, hybrid, belady or forecast)");
 }
 
 std::vector<uint32_t> expert_affinity(const RoutingTrace& trace) {
@@ -53,6 +55,38 @@ std::vector<uint64_t> expert_popularity(const RoutingTrace& trace) {
       for (uint32_t k = 0; k < trace.top_k(); ++k) counts[size_t{l} * trace.num_experts() + c[k].expert]++;
     }
   return counts;
+}
+
+ForecastProbabilities forecast_probabilities(const RoutingTrace& trace) {
+  const uint32_t L = trace.num_layers(), E = trace.num_experts(), k = trace.top_k();
+  const size_t slots = size_t{L} * E;
+  std::vector<uint64_t> chosen(slots, 0), followed(slots, 0), repeated(slots, 0);
+  std::vector<uint8_t> now(slots, 0), next(slots, 0);
+  const uint64_t T = trace.num_tokens();
+  for (uint64_t t = 0; t < T; ++t) {
+    std::fill(next.begin(), next.end(), 0);
+    for (uint32_t l = 0; l < L; ++l) {
+      const ExpertChoice* c = trace.token_layer(t, l);
+      for (uint32_t j = 0; j < k; ++j)
+        if (c[j].expert < E) next[size_t{l} * E + c[j].expert] = 1;
+    }
+    for (size_t s = 0; s < slots; ++s) {
+      chosen[s] += next[s];
+      if (t > 0 && now[s]) {
+        ++followed[s];
+        repeated[s] += next[s];
+      }
+    }
+    std::swap(now, next);
+  }
+  ForecastProbabilities p;
+  p.choose.resize(slots);
+  p.repeat.resize(slots);
+  for (size_t s = 0; s < slots; ++s) {
+    p.choose[s] = (static_cast<double>(chosen[s]) + 1) / (static_cast<double>(T) + 2);
+    p.repeat[s] = (static_cast<double>(repeated[s]) + 1) / (static_cast<double>(followed[s]) + 2);
+  }
+  return p;
 }
 
 std::vector<uint32_t> popularity_order(const std::vector<uint64_t>& popularity) {
@@ -213,6 +247,62 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
           resident.insert({key[s], s});
         }
       }
+      break;
+    }
+    case CachePolicy::kForecast: {
+      ForecastProbabilities fp;
+      if (options.choose_probability.empty()) {
+        fp = forecast_probabilities(trace);
+      } else {
+        fp.choose = options.choose_probability;
+        fp.repeat = options.repeat_probability;
+      }
+      if (fp.choose.size() != num_slots || fp.repeat.size() != num_slots)
+        return invalid_argument("forecast probabilities cover " + std::to_string(fp.choose.size()) + " slots, the trace " +
+                                std::to_string(num_slots));
+      // Keys in units of layer visits: token t at layer l is t L + l.
+      const uint32_t L = trace.num_layers(), E = trace.num_experts(), k = trace.top_k();
+      const auto forecast = [&](uint64_t t, uint32_t l, double p) {
+        return static_cast<double>((t + 1) * L + l) + static_cast<double>(L) * (1.0 / std::max(p, 1e-6) - 1.0);
+      };
+      std::set<std::pair<double, Slot>> resident;  // (forecast next use, slot); evict the largest
+      std::vector<double> key(num_slots, 0);
+      std::vector<bool> in(num_slots, false);
+      std::vector<uint8_t> used(E, 0);
+      size_t i = 0;
+      for (uint64_t t = 0; t < trace.num_tokens(); ++t)
+        for (uint32_t l = 0; l < L; ++l) {
+          std::fill(used.begin(), used.end(), 0);
+          for (uint32_t j = 0; j < k; ++j, ++i) {
+            const Slot s = seq[i];
+            used[s % E] = 1;
+            const double want = forecast(t, l, fp.repeat[s]);
+            if (in[s]) {
+              hit[i] = true;
+              resident.erase({key[s], s});
+            } else if (cap > 0) {
+              if (resident.size() >= cap) {
+                auto victim = std::prev(resident.end());
+                if (victim->first < want) continue;  // used later than every resident slot: not cached
+                in[victim->second] = false;
+                resident.erase(victim);
+              }
+              in[s] = true;
+            }
+            if (in[s]) {
+              key[s] = want;
+              resident.insert({key[s], s});
+            }
+          }
+          // The layer's resident slots this token did not pick: next needed a visit later, at the base rate.
+          for (uint32_t e = 0; e < E; ++e) {
+            const Slot s = l * E + e;
+            if (used[e] || !in[s]) continue;
+            resident.erase({key[s], s});
+            key[s] = forecast(t, l, fp.choose[s]);
+            resident.insert({key[s], s});
+          }
+        }
       break;
     }
   }

@@ -74,6 +74,8 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(const ExpertCacheOption
       break;
     case CachePolicy::kBelady:
       return invalid_argument("expert cache: belady needs the future and exists only in the trace simulator");
+    case CachePolicy::kForecast:
+      return invalid_argument("expert cache: forecast exists only in the trace simulator");
   }
   for (const ExpertKey& k : options.pinned)
     if (k.layer < 0 || k.expert < 0) return invalid_argument("expert cache: pinned key " + to_string(k) + " is negative");

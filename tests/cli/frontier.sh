@@ -63,7 +63,7 @@ for p in ok:
     else:
         assert 0 < p["rho"] < 0.5 and p["traffic_ratio"] > 0, p
 curves = {c["name"]: c["points"] for c in j["hit_rate_curves"]}
-assert set(curves) == {"lru", "lfu", "pinned", "hybrid", "belady", "popularity model"}, curves.keys()
+assert set(curves) == {"lru", "lfu", "pinned", "hybrid", "forecast", "belady", "popularity model"}, curves.keys()
 assert j["lru_zero_bound_slots"] == 10, j["lru_zero_bound_slots"]
 assert all(h == 0 for c, h in curves["lru"] if c <= 10), curves["lru"][:12]
 assert j["lru_first_hit_slots"] > 10, j["lru_first_hit_slots"]
@@ -106,7 +106,7 @@ else fail "changed flag: $rc: $ran"; fi
 
 # Bad flags are refused before any work.
 for bad in "--reprs int@4,nosuch" "--reprs int@0" "--reprs int@4,int@4" "--budgets-mb 0" "--budgets-mb 150%" \
-           "--budgets-mb abc" "--synth-scale 2048" "--synth-scale 12x4" "--policy belady" "--policy fifo"; do
+           "--budgets-mb abc" "--synth-scale 2048" "--synth-scale 12x4" "--policy belady" "--policy forecast" "--policy fifo"; do
   rc=0; out=$("$bin" frontier --model "$model" --calib "$calib" --text "$text" --out "$work/bad" $bad 2>&1) || rc=$?
   if [ "$rc" -ne 0 ] && [ ! -e "$work/bad/trace.smtrace" ] && echo "$out" | grep -q "^submoe frontier: "; then :; else fail "$bad: $rc: $out"; fi
 done

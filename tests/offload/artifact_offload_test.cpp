@@ -193,6 +193,8 @@ TEST(ArtifactOffloadGlue, FlagsTranslateAndRejectBadValues) {
   g = {};
   g.cache_policy = "belady";
   EXPECT_NE(bad(g).message().find("--cache-policy"), std::string::npos);
+  g.cache_policy = "forecast";  // simulator only
+  EXPECT_NE(bad(g).message().find("exists only in `trace simulate`"), std::string::npos);
   g.cache_policy = "mru";
   EXPECT_NE(bad(g).message().find("--cache-policy"), std::string::npos);
   g = {};

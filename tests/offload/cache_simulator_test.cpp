@@ -47,7 +47,8 @@ TEST(CacheSimulator, BeladyBoundsEveryPolicy) {
   for (uint64_t cap : {4u, 16u, 40u, 100u}) {
     auto best = simulate_cache(t, {CachePolicy::kBelady, cap});
     ASSERT_TRUE(best.is_ok());
-    for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid}) {
+    for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kPinned, CachePolicy::kHybrid,
+                          CachePolicy::kForecast}) {
       auto r = simulate_cache(t, {p, cap});
       ASSERT_TRUE(r.is_ok());
       EXPECT_LE(r->hits, best->hits) << cache_policy_name(p) << " capacity " << cap;
@@ -72,12 +73,58 @@ TEST(CacheSimulator, PinnedHitRateIsThePinnedPopularityMass) {
 
 TEST(CacheSimulator, CapacityCoveringEverySlotOnlyMissesCompulsorily) {
   RoutingTrace t = testing::zipf_trace(2, 8, 2, 200, 0.5, 1, 7, 1);
-  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kHybrid, CachePolicy::kBelady}) {
+  for (CachePolicy p : {CachePolicy::kLru, CachePolicy::kLfu, CachePolicy::kHybrid, CachePolicy::kBelady,
+                        CachePolicy::kForecast}) {
     auto r = simulate_cache(t, {p, 16});
     uint64_t used = 0;
     for (auto c : expert_popularity(t)) used += c > 0;
     EXPECT_EQ(r->misses, used) << cache_policy_name(p);
   }
+}
+
+// Each layer picks expert 0 at every token and one of experts 1..7 at random:
+// with one slot per layer, forecast keeps every layer's expert 0 (repeat
+// probability 1) and hits it at every token after the first, where LRU, cycling
+// through k L > L slots, never hits.
+TEST(CacheSimulator, ForecastKeepsTheSlotsThatRepeat) {
+  const uint32_t L = 4, E = 8, K = 2;
+  const uint64_t T = 100;
+  RoutingTrace t(L, E, K);
+  std::mt19937 rng(3);
+  for (uint64_t tok = 0; tok < T; ++tok) {
+    std::vector<ExpertChoice> c;
+    for (uint32_t l = 0; l < L; ++l) {
+      c.push_back({static_cast<uint16_t>(1 + rng() % (E - 1)), float_to_bf16(0.5f)});
+      c.push_back({0, float_to_bf16(0.5f)});
+    }
+    ASSERT_TRUE(t.append_token(c).is_ok());
+  }
+  auto f = simulate_cache(t, {CachePolicy::kForecast, L});
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_GE(f->hits, (T - 1) * L);
+  auto lru = simulate_cache(t, {CachePolicy::kLru, L});
+  EXPECT_EQ(lru->hits, 0u);
+  auto best = simulate_cache(t, {CachePolicy::kBelady, L});
+  EXPECT_LE(f->hits, best->hits);
+  // Probabilities from a profile of another layout are refused.
+  SimulationOptions o{CachePolicy::kForecast, L};
+  o.choose_probability.assign(3, 0.5);
+  o.repeat_probability.assign(3, 0.5);
+  EXPECT_EQ(simulate_cache(t, o).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// forecast_probabilities on a hand-made trace: (chosen + 1) / (tokens + 2) and
+// (repeats + 1) / (followed + 2).
+TEST(CacheSimulator, ForecastProbabilitiesCountPicksAndRepeats) {
+  RoutingTrace t(1, 4, 1);
+  for (uint16_t e : {0, 0, 1, 0, 2, 2}) ASSERT_TRUE(t.append_token({{e, float_to_bf16(1.0f)}}).is_ok());
+  const ForecastProbabilities p = forecast_probabilities(t);
+  ASSERT_EQ(p.choose.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.choose[0], 4.0 / 8.0);  // 3 of 6 tokens
+  EXPECT_DOUBLE_EQ(p.choose[3], 1.0 / 8.0);  // never
+  EXPECT_DOUBLE_EQ(p.repeat[0], 2.0 / 5.0);  // followed 3 times (tokens 0, 1, 3), repeated once (0 -> 1)
+  EXPECT_DOUBLE_EQ(p.repeat[2], 2.0 / 3.0);  // followed once (token 4 -> 5), repeated
+  EXPECT_DOUBLE_EQ(p.repeat[1], 1.0 / 3.0);  // followed once, not repeated
 }
 
 TEST(ExpertAffinity, CountsCoRoutingBetweenConsecutiveLayersAndAcrossTokens) {

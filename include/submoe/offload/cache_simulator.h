@@ -14,7 +14,14 @@
 
 namespace submoe::offload {
 
-enum class CachePolicy { kLru, kLfu, kPinned, kHybrid, kBelady };
+// kForecast (simulator only, like kBelady): evict the slot whose next use is
+// forecast furthest away from what the layer-cyclic order and a profile know:
+// slot (l, e) is next needed when layer l comes round again, and then with the
+// profile's probability that a token picks e there (its repeat probability
+// when the last token did), so its forecast is that visit plus L (1/p - 1)
+// accesses-of-layer-l later; a slot forecast later than every resident one is
+// not cached.
+enum class CachePolicy { kLru, kLfu, kPinned, kHybrid, kBelady, kForecast };
 
 const char* cache_policy_name(CachePolicy p);
 Result<CachePolicy> parse_cache_policy(const std::string& name);
@@ -27,7 +34,18 @@ struct SimulationOptions {
   std::vector<uint64_t> popularity;
   double hybrid_pinned_fraction = 0.5;  // share of the capacity pinned in hybrid
   uint64_t expert_bytes = 1;            // bytes fetched per miss
+  // forecast: the per-token probabilities of each slot, from a profile
+  // (forecast_probabilities()); empty = from the trace itself (an oracle profile).
+  std::vector<double> choose_probability, repeat_probability;
 };
+
+// For each slot (layer * num_experts + expert) of a profile trace: the share of
+// tokens that pick it, and the share of those whose next token picks it again
+// (both smoothed: (n + 1) / (d + 2)).
+struct ForecastProbabilities {
+  std::vector<double> choose, repeat;
+};
+ForecastProbabilities forecast_probabilities(const RoutingTrace& profile);
 
 struct SimulationResult {
   uint64_t accesses = 0;
