@@ -212,10 +212,17 @@ class Sweep {
   size_t done_ = 0, total_ = 0;
 };
 
-// compress's arguments for one rate.
-std::vector<std::string> compress_args(const FrontierOptions& o, const RateSpec& r, bool rtn) {
+// compress's arguments for one rate. The entry option alloc=thirds|waterfill is
+// compress --alloc (per-expert rates from popularity, mean --bits), driven by
+// the profile trace of the trained source in both the source's and the
+// synthetic experts' compression; every other option is a --repr-opt.
+std::vector<std::string> compress_args(const FrontierOptions& o, const RateSpec& r, bool rtn, const std::string& profile) {
   std::vector<std::string> c = {"--repr", r.entry.name, "--method", rtn ? "rtn" : o.method, "--json", "--quiet", "--overwrite"};
-  for (const auto& [k, v] : r.entry.options) c.insert(c.end(), {"--repr-opt", k + "=" + v});
+  for (const auto& [k, v] : r.entry.options)
+    if (k == "alloc")
+      c.insert(c.end(), {"--alloc", v, "--popularity", profile});
+    else
+      c.insert(c.end(), {"--repr-opt", k + "=" + v});
   if (r.bits > 0) c.insert(c.end(), {"--bits", format_bits(r.bits)});
   if (takes_group_size(r.entry, r.bits, o.group_size)) c.insert(c.end(), {"--group-size", std::to_string(o.group_size)});
   if (o.samples > 0) c.insert(c.end(), {"--samples", std::to_string(o.samples)});
@@ -225,7 +232,8 @@ std::vector<std::string> compress_args(const FrontierOptions& o, const RateSpec&
 
 std::vector<std::string> bench_args(const FrontierOptions& o, const RateSpec& r) {
   std::vector<std::string> b = {"--repr", r.entry.name};
-  for (const auto& [k, v] : r.entry.options) b.insert(b.end(), {"--repr-opt", k + "=" + v});
+  for (const auto& [k, v] : r.entry.options)
+    if (k != "alloc") b.insert(b.end(), {"--repr-opt", k + "=" + v});  // the kernel at the mean rate
   if (r.bits > 0) b.insert(b.end(), {"--bits", format_bits(r.bits)});
   if (takes_group_size(r.entry, r.bits, o.group_size)) b.insert(b.end(), {"--group-size", std::to_string(o.group_size)});
   return b;
@@ -304,19 +312,22 @@ Status run_frontier(const FrontierOptions& o) {
   Sweep sw(o, self);
   size_t compressed = 0;
   for (const RateSpec& r : rates) compressed += r.bf16 ? 0 : 1;
-  // Steps: trace, profile, roofline, source eval, per rate compress + eval + bench [+ synth compress], synth, replays.
-
-  sw.set_total(2 + (o.roofline.empty() ? 1 : 0) + (o.no_loss ? 0 : 1) + compressed * (1 + (o.no_loss ? 0 : 1) + (o.no_bench ? 0 : 1) + (synth ? 1 : 0)) +
-               (synth ? 1 : 0) + compressed * budgets.size());
+  // Steps: trace, profile, roofline, source eval, synth-model, then per compressed rate: compress, eval,
+  // synth compress, bench and one replay per budget.
+  const size_t per_rate = 1 + (o.no_loss ? 0 : 1) + (synth ? 1 : 0) + (o.no_bench ? 0 : 1) + budgets.size();
+  sw.set_total(2 + (o.roofline.empty() ? 1 : 0) + (o.no_loss ? 0 : 1) + (synth ? 1 : 0) + compressed * per_rate);
 
   const auto exists_at = [](const std::string& p) { return [p](const json&) { return file_exists(p); }; };
-  SUBMOE_ASSIGN_OR_RETURN(json tr, sw.step("trace", sw.cmd({"trace", "record", "--model", o.model, "--text", o.text, "--out", trace_path,
-                                                            "--max-tokens", std::to_string(o.trace_tokens), "--json"}),
-                                           "trace record", exists_at(trace_path)));
-  SUBMOE_ASSIGN_OR_RETURN(json pr, sw.step("profile", sw.cmd({"trace", "record", "--model", o.model, "--text", o.calib, "--out",
-                                                              profile_path, "--max-tokens", std::to_string(o.profile_tokens), "--json"}),
-                                           "trace record (profile)", exists_at(profile_path)));
-  (void)tr, (void)pr;
+  SUBMOE_RETURN_IF_ERROR(sw.step("trace",
+                                 sw.cmd({"trace", "record", "--model", o.model, "--text", o.text, "--out", trace_path,
+                                         "--max-tokens", std::to_string(o.trace_tokens), "--json"}),
+                                 "trace record", exists_at(trace_path))
+                             .status());
+  SUBMOE_RETURN_IF_ERROR(sw.step("profile",
+                                 sw.cmd({"trace", "record", "--model", o.model, "--text", o.calib, "--out", profile_path,
+                                         "--max-tokens", std::to_string(o.profile_tokens), "--json"}),
+                                 "trace record (profile)", exists_at(profile_path))
+                             .status());
   SUBMOE_ASSIGN_OR_RETURN(offload::RoutingTrace trace, offload::RoutingTrace::load(trace_path));
   SUBMOE_ASSIGN_OR_RETURN(offload::RoutingTrace profile_trace, offload::RoutingTrace::load(profile_path));
   if (o.roofline.empty()) {
@@ -375,7 +386,7 @@ Status run_frontier(const FrontierOptions& o) {
     }
     const std::string art = (out / "artifacts" / file_label(r.label)).string();
     std::vector<std::string> c = sw.cmd({"compress", "--model", o.model, "--calib", o.calib, "--out", art});
-    const std::vector<std::string> extra = compress_args(o, r, false);
+    const std::vector<std::string> extra = compress_args(o, r, false, profile_path);
     c.insert(c.end(), extra.begin(), extra.end());
     auto cj = sw.step("compress-" + r.label, c, "compress", exists_at((fs::path(art) / "config.json").string()));
     if (!cj.is_ok()) {
@@ -389,7 +400,7 @@ Status run_frontier(const FrontierOptions& o) {
     if (synth) {
       replay_dir = (out / "synth" / file_label(r.label)).string();
       std::vector<std::string> sc = sw.cmd({"compress", "--model", synth_dir, "--calib", o.calib, "--out", replay_dir});
-      const std::vector<std::string> sx = compress_args(o, r, true);
+      const std::vector<std::string> sx = compress_args(o, r, true, profile_path);
       sc.insert(sc.end(), sx.begin(), sx.end());
       auto sj = sw.step("synth-compress-" + r.label, sc, "compress (synthetic experts)",
                         exists_at((fs::path(replay_dir) / "config.json").string()));
@@ -432,6 +443,7 @@ Status run_frontier(const FrontierOptions& o) {
       } else {
         p.tokens = static_cast<uint64_t>(json_number(*rj, "tokens"));
         p.hit_rate = json_number(*rj, "hit_rate");
+        p.byte_hit_rate = json_number(*rj, "byte_hit_rate");
         p.bytes_read = json_number(*rj, "bytes_read");
         p.read_seconds = json_number(*rj, "read_seconds");
         p.compute_seconds = json_number(*rj, "compute_seconds");
@@ -512,8 +524,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--out", o->out, "output directory")->required();
   cmd->add_option("--reprs", o->reprs,
                   "comma-separated rates: REPR[:KEY=VALUE...][@BITS] (registry names as compress --repr, options as\n"
-                  "--repr-opt, @BITS as --bits), or bf16 (the source's experts: footprint, simulator and projection;\n"
-                  "not replayed, no representation stores uncompressed experts)")
+                  "--repr-opt, @BITS as --bits; alloc=thirds|waterfill gives compress --alloc, per-expert rates from\n"
+                  "the profile's popularity with mean @BITS, e.g. int:alloc=thirds@3), or bf16 (the source's\n"
+                  "experts: footprint, simulator and projection; not replayed, no representation stores\n"
+                  "uncompressed experts)")
       ->capture_default_str();
   cmd->add_option("--budgets-mb", o->budgets,
                   "comma-separated DRAM budgets for the experts: MiB, or N% of the replayed experts at bf16")

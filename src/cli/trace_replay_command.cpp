@@ -90,7 +90,8 @@ Status replay(const ReplayOptions& o) {
       const offload::CacheCounters c =
           static_cast<size_t>(l.model_layer) < s.layers.size() ? s.layers[static_cast<size_t>(l.model_layer)]
                                                                : offload::CacheCounters{};
-      layers.push_back({{"layer", l.model_layer}, {"hits", c.hits}, {"misses", c.misses},
+      layers.push_back({{"layer", l.model_layer}, {"hits", c.hits}, {"misses", c.misses}, {"hit_bytes", c.hit_bytes},
+                        {"missed_bytes", c.missed_bytes},
                         {"bytes_read", c.bytes_fetched}, {"read_seconds", l.read_seconds},
                         {"compute_seconds", l.compute_seconds},
                         {"distinct_experts_per_step", r.steps ? double(l.expert_runs) / double(r.steps) : 0.0}});
@@ -99,7 +100,7 @@ Status replay(const ReplayOptions& o) {
                  {"batch", r.batch}, {"threads", threads}, {"execution", o.execution},
                  {"policy", o.offload.cache_policy}, {"expert_cache_mb", o.offload.expert_cache_mb},
                  {"prefetch", o.offload.prefetch ? o.offload.prefetch_from : std::string("off")}, {"io", o.offload.io}, {"page_cache", page_cache},
-                 {"store_notice", provider->notice()}, {"hit_rate", s.hit_rate()}, {"hits", s.total.hits},
+                 {"store_notice", provider->notice()}, {"hit_rate", s.hit_rate()}, {"byte_hit_rate", s.byte_hit_rate()}, {"hits", s.total.hits},
                  {"misses", s.total.misses}, {"bytes_read", s.total.bytes_fetched}, {"evictions", s.total.evictions},
                  {"overcommits", s.overcommits}, {"peak_resident_bytes", s.peak_resident_bytes},
                  {"prefetched", s.prefetched}, {"prefetch_hits", s.prefetch_hits}, {"prefetch_wasted", s.prefetch_wasted},
@@ -120,9 +121,9 @@ Status replay(const ReplayOptions& o) {
               o.execution.c_str(), o.offload.cache_policy.c_str(), o.offload.expert_cache_mb,
               o.offload.prefetch ? " with prefetch" : "", o.offload.io.c_str(), page_cache);
   if (!provider->notice().empty()) std::printf("note: %s\n", provider->notice().c_str());
-  std::printf("hit rate %.2f%% (%llu hits, %llu misses), %.1f MB read, %llu evictions\n", 100 * s.hit_rate(),
+  std::printf("hit rate %.2f%% (%llu hits, %llu misses; %.2f%% by bytes), %.1f MB read, %llu evictions\n", 100 * s.hit_rate(),
               static_cast<unsigned long long>(s.total.hits), static_cast<unsigned long long>(s.total.misses),
-              double(s.total.bytes_fetched) / 1e6, static_cast<unsigned long long>(s.total.evictions));
+              100 * s.byte_hit_rate(), double(s.total.bytes_fetched) / 1e6, static_cast<unsigned long long>(s.total.evictions));
   std::printf("read %.3f s, compute %.3f s, wall %.3f s: %.1f tokens/s; %.2f distinct experts per layer and step\n",
               r.read_seconds, r.compute_seconds, r.wall_seconds, r.tokens_per_s(), r.mean_distinct_experts());
   return Status::ok();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "submoe/codec/ternary_packed.h"
 
@@ -38,35 +39,44 @@ Status validate_packed_with_trusted_dict(const PackedTernaryView& v) {
                         "] = " + std::to_string(v.row_offsets[v.rows]) + " but the codes buffer holds " +
                         std::to_string(v.num_codes) + " codewords (truncated or oversized)");
   }
+  // Codeword lengths by code, once per call (64 Ki entries), so the row pass is
+  // a sum of table lookups. The prefix sums of non-negative lengths never
+  // decrease, so "every codeword starts before the row end" holds exactly when
+  // the last one does: the row pass sums all but the last and checks that.
+  std::vector<uint8_t> length(kDictEntries);
+  for (uint32_t c = 0; c < kDictEntries; ++c) length[c] = static_cast<uint8_t>(entry_length(v.dict[c]));
+  const auto row_name = [](uint32_t r) { return "packed matrix row " + std::to_string(r) + ": "; };
   for (uint32_t r = 0; r < v.rows; ++r) {
     const int32_t begin = v.row_offsets[r];
     const int32_t end = v.row_offsets[r + 1];
-    const std::string row = "packed matrix row " + std::to_string(r) + ": ";
     if (end < begin) {
-      return corrupt_data(row + "row_offsets decrease (" + std::to_string(begin) + " -> " + std::to_string(end) + ")");
+      return corrupt_data(row_name(r) + "row_offsets decrease (" + std::to_string(begin) + " -> " + std::to_string(end) + ")");
     }
     if (end > v.row_offsets[v.rows]) {
-      return corrupt_data(row + "row offset " + std::to_string(end) + " past the last offset " +
+      return corrupt_data(row_name(r) + "row offset " + std::to_string(end) + " past the last offset " +
                           std::to_string(v.row_offsets[v.rows]));
     }
     const RowScales s = v.scales[r];
-    if (!bf16_finite(s.w_min) || !bf16_finite(s.w_max)) return corrupt_data(row + "scale is NaN or infinite");
+    if (!bf16_finite(s.w_min) || !bf16_finite(s.w_max)) return corrupt_data(row_name(r) + "scale is NaN or infinite");
     if (bf16_to_float(s.w_min) > 0.0f || bf16_to_float(s.w_max) < 0.0f) {
-      return corrupt_data(row + "scales must satisfy w_min <= 0 <= w_max, got (" +
+      return corrupt_data(row_name(r) + "scales must satisfy w_min <= 0 <= w_max, got (" +
                           std::to_string(bf16_to_float(s.w_min)) + ", " + std::to_string(bf16_to_float(s.w_max)) + ")");
     }
-    if (v.cols == 0 && end != begin) return corrupt_data(row + "an empty row must have no codewords");
-    uint64_t col = 0;
-    for (int32_t i = begin; i < end; ++i) {
-      if (col >= v.cols) {
-        return corrupt_data(row + "codeword " + std::to_string(i - begin) + " starts at column " + std::to_string(col) +
-                            ", past the row width " + std::to_string(v.cols) +
-                            " (only the last codeword may run past the row end)");
-      }
-      col += entry_length(v.dict[v.codes[i]]);
+    if (v.cols == 0 && end != begin) return corrupt_data(row_name(r) + "an empty row must have no codewords");
+    uint64_t last_start = 0;
+    for (int32_t i = begin; i + 1 < end; ++i) last_start += length[v.codes[i]];
+    if (end > begin && last_start >= v.cols) {
+      // The first codeword that starts at or past the row end, for the message.
+      uint64_t col = 0;
+      int32_t i = begin;
+      while (col < v.cols) col += length[v.codes[i++]];
+      return corrupt_data(row_name(r) + "codeword " + std::to_string(i - begin) + " starts at column " + std::to_string(col) +
+                          ", past the row width " + std::to_string(v.cols) +
+                          " (only the last codeword may run past the row end)");
     }
-    if (col < v.cols) {
-      return corrupt_data(row + "codewords cover " + std::to_string(col) + " of " + std::to_string(v.cols) +
+    const uint64_t covered = end > begin ? last_start + length[v.codes[end - 1]] : 0;
+    if (covered < v.cols) {
+      return corrupt_data(row_name(r) + "codewords cover " + std::to_string(covered) + " of " + std::to_string(v.cols) +
                           " columns (truncated row)");
     }
   }

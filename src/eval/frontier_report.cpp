@@ -83,6 +83,7 @@ nlohmann::json frontier_json(const FrontierData& d) {
       j.update({{"resident_fraction", p.resident_fraction},
                 {"tokens", p.tokens},
                 {"hit_rate", p.hit_rate},
+                {"byte_hit_rate", p.byte_hit_rate},
                 {"bytes_read", p.bytes_read},
                 {"read_seconds", p.read_seconds},
                 {"compute_seconds", p.compute_seconds},
@@ -163,7 +164,7 @@ std::string frontier_markdown(const FrontierData& d) {
        "host, serial (reads, then compute, as a replay without prefetch runs) and overlapped. Amplification: "
        "(1 - h(r)) / (1 - h(r0)) at the same budget; traffic ratio: bytes read at r over bytes read at r0, against "
        "rho = B(r) / B(r0), the compression alone.\n\n"
-       "| budget | representation | f | hit rate | MB read | read s | compute s | tokens/s | predicted hit | "
+       "| budget | representation | f | hit rate (by bytes) | MB read | read s | compute s | tokens/s | predicted hit | "
        "predicted tok/s serial / overlapped | measured / predicted | rho | amplification | traffic ratio |\n"
        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
   for (double budget : d.budgets_mib)
@@ -176,7 +177,8 @@ std::string frontier_markdown(const FrontierData& d) {
       const Amplification a = frontier_amplification(d, p);
       const auto opt = [](double v, const char* f) { return std::isfinite(v) ? fmt(f, v) : std::string("-"); };
       s += "| " + budget_name(budget) + " | " + p.label + " | " + fmt("%.3f", p.resident_fraction) + " | " +
-           fmt("%.1f%%", 100 * p.hit_rate) + " | " + fmt("%.1f", p.bytes_read / 1e6) + " | " +
+           fmt("%.1f%%", 100 * p.hit_rate) + " (" + fmt("%.1f%%", 100 * p.byte_hit_rate) + ") | " +
+           fmt("%.1f", p.bytes_read / 1e6) + " | " +
            fmt("%.2f", p.read_seconds) + " | " + fmt("%.2f", p.compute_seconds) + " | " + fmt("%.1f", p.tokens_per_s) +
            " | " + fmt("%.1f%%", 100 * p.predicted_hit_rate) + " | " + fmt("%.1f", p.predicted_tokens_per_s_serial) +
            " / " + fmt("%.1f", p.predicted_tokens_per_s) + " (" + p.predicted_bound + ") | " +

@@ -237,9 +237,14 @@ Result<std::vector<ExpertHandle>> ExpertCache::acquire(std::span<const ExpertKey
         mine.push_back(i);
         ++layer.misses;
         ++stats_.total.misses;
+        const uint64_t estimate = loader_->estimate_charge(key);
+        layer.missed_bytes += estimate;
+        stats_.total.missed_bytes += estimate;
       } else if (slot->state == State::kReady) {
         ++layer.hits;
         ++stats_.total.hits;
+        layer.hit_bytes += slot->charge;
+        stats_.total.hit_bytes += slot->charge;
         if (slot->prefetch_unused) {
           slot->prefetch_unused = false;
           ++stats_.prefetch_hits;
@@ -251,6 +256,9 @@ Result<std::vector<ExpertHandle>> ExpertCache::acquire(std::span<const ExpertKey
       } else {  // loading elsewhere: joined below, not loaded twice
         ++layer.misses;
         ++stats_.total.misses;
+        const uint64_t estimate = loader_->estimate_charge(key);
+        layer.missed_bytes += estimate;
+        stats_.total.missed_bytes += estimate;
       }
       slot->last_use = now;
       ++slot->refs;

@@ -115,6 +115,7 @@ nlohmann::json offload_json(const LoadedModel& m, const LoadOptions& f) {
           {"hits", s.total.hits},
           {"misses", s.total.misses},
           {"hit_rate", s.hit_rate()},
+          {"byte_hit_rate", s.byte_hit_rate()},
           {"bytes_fetched", s.total.bytes_fetched},
           {"evictions", s.total.evictions},
           {"peak_resident_bytes", s.peak_resident_bytes},

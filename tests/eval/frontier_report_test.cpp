@@ -27,11 +27,11 @@ FrontierData sample() {
   FrontierRate small{"ternary_dict", 1.5, 5.2, 2, 192, 7.4, true, ""};
   FrontierRate broken{"rvq@1", 0, NAN, 0, 0, 0, false, "compress failed"};
   d.rates = {bf16, big, small, broken};
-  FrontierPoint p1{"int@4", 10, 0.013, 100, 0.5, 400, 1, 1, 50, 0.55, 60, 40, "storage", ""};
-  FrontierPoint p2{"ternary_dict", 10, 0.052, 100, 0.9, 20, 0.1, 1, 90, 0.92, 120, 100, "compute", ""};
-  FrontierPoint p3{"int@4", 2, 0.0026, 100, 1.0, 0, 0, 1, 100, 1, 100, 100, "compute", ""};  // r0 never misses
-  FrontierPoint p4{"ternary_dict", 2, 0.0104, 50, 0.8, 10, 0, 1, 50, 0.8, 50, 50, "compute", ""};
-  FrontierPoint p5{"ternary_dict", 0.001, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", "holds no expert"};
+  FrontierPoint p1{"int@4", 10, 0.013, 100, 0.5, 400, 1, 1, 50, 0.45, 0.55, 60, 40, "storage", ""};
+  FrontierPoint p2{"ternary_dict", 10, 0.052, 100, 0.9, 20, 0.1, 1, 90, 0.85, 0.92, 120, 100, "compute", ""};
+  FrontierPoint p3{"int@4", 2, 0.0026, 100, 1.0, 0, 0, 1, 100, 1.0, 1, 100, 100, "compute", ""};  // r0 never misses
+  FrontierPoint p4{"ternary_dict", 2, 0.0104, 50, 0.8, 10, 0, 1, 50, 0.8, 0.8, 50, 50, "compute", ""};
+  FrontierPoint p5{"ternary_dict", 0.001, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", "holds no expert"};
   d.points = {p1, p2, p3, p4, p5};
   d.curves = {{"lru", {{10, 0}, {11, 0.1}}}, {"belady", {{10, 0.4}, {11, 0.5}}}};
   return d;
@@ -69,6 +69,7 @@ TEST(FrontierReport, JsonMarksWhatWasNotMeasured) {
   EXPECT_EQ(j["rates"][3]["error"], "compress failed");
   ASSERT_EQ(j["points"].size(), 5u);
   EXPECT_DOUBLE_EQ(j["points"][1]["amplification"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(j["points"][1]["byte_hit_rate"].get<double>(), 0.85);
   EXPECT_DOUBLE_EQ(j["points"][1]["measured_over_predicted_serial"].get<double>(), 90.0 / 100.0);
   EXPECT_TRUE(j["points"][3]["amplification"].is_null());
   EXPECT_EQ(j["points"][4]["error"], "holds no expert");
@@ -79,7 +80,7 @@ TEST(FrontierReport, JsonMarksWhatWasNotMeasured) {
 TEST(FrontierReport, MarkdownAndFigures) {
   const FrontierData d = sample();
   const std::string md = frontier_markdown(d);
-  EXPECT_NE(md.find("| 10 MiB | ternary_dict | 0.052 | 90.0% | 0.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 10 MiB | ternary_dict | 0.052 | 90.0% (85.0%) | 0.0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.001 MiB | ternary_dict | failed: holds no expert |"), std::string::npos) << md;
   EXPECT_NE(md.find("| rvq@1 | failed: compress failed |"), std::string::npos) << md;
   EXPECT_NE(md.find("LRU hits nothing up to 10 slots"), std::string::npos);

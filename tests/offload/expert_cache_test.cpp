@@ -133,6 +133,28 @@ TEST(ExpertCache, ZeroBudgetKeepsOnlyWhatIsInUse) {
   EXPECT_EQ(cache->stats().total.hits, 1u);
 }
 
+// Experts of different sizes (mixed rates): the hit rate by bytes weighs each
+// access by its expert's charge. Expert e costs 100 + 100 e bytes; the small
+// expert 0 misses once and then hits twice, the large expert 3 misses both
+// times (the budget of 150 bytes cannot keep it once released).
+TEST(ExpertCache, HitRateByBytesWeighsAccessesByTheirCharge) {
+  auto loader = std::make_shared<FakeLoader>(100, 100);
+  ExpertCacheOptions o;
+  o.budget_bytes = 150;  // expert 0 (100) fits, expert 3 (400) does not stay
+  auto cache = make_cache(o, loader);
+  for (int round = 0; round < 3; ++round) ASSERT_TRUE(cache->acquire(ExpertKey{0, 0}).is_ok());  // miss, hit, hit
+  for (int round = 0; round < 2; ++round) ASSERT_TRUE(cache->acquire(ExpertKey{0, 3}).is_ok());  // too large to stay
+  const CacheStats s = cache->stats();
+  EXPECT_EQ(s.total.hits, 2u);
+  EXPECT_EQ(s.total.misses, 3u);
+  EXPECT_EQ(s.total.hit_bytes, 200u);
+  EXPECT_EQ(s.total.missed_bytes, 100u + 2 * 400u);
+  EXPECT_DOUBLE_EQ(s.hit_rate(), 2.0 / 5.0);
+  EXPECT_DOUBLE_EQ(s.byte_hit_rate(), 200.0 / 1100.0);
+  EXPECT_EQ(s.layers[0].hit_bytes, 200u);
+  EXPECT_EQ(s.layers[0].missed_bytes, 900u);
+}
+
 TEST(ExpertCache, ValuesDoNotDependOnTheBudget) {
   std::mt19937 rng(3);
   std::vector<ExpertKey> seq;

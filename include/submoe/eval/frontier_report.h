@@ -44,6 +44,7 @@ struct FrontierPoint {
   double resident_fraction = 0;  // f = min(1, budget / footprint)
   uint64_t tokens = 0;
   double hit_rate = 0, bytes_read = 0, read_seconds = 0, compute_seconds = 0, tokens_per_s = 0;
+  double byte_hit_rate = 0;  // the hit rate by bytes (differs from hit_rate with mixed-rate experts)
   // The projection model (eval::project) for the same expert shape, rate,
   // budget, popularity profile and host: its popularity-pinned hit rate and
   // tokens/s with reads overlapped with compute and without (a replay without

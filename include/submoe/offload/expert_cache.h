@@ -54,6 +54,10 @@ struct CacheCounters {
   uint64_t misses = 0;         // had to be loaded (or waited for a load in flight)
   uint64_t bytes_fetched = 0;  // read from storage for this layer (also by the prefetcher)
   uint64_t evictions = 0;
+  // The same accesses by bytes (experts of mixed rates differ in size): the
+  // charge of the experts acquired while resident, and the estimated charge of
+  // those that had to be loaded or waited for.
+  uint64_t hit_bytes = 0, missed_bytes = 0;
 };
 
 struct CacheStats {
@@ -70,6 +74,11 @@ struct CacheStats {
   double hit_rate() const {
     const uint64_t n = total.hits + total.misses;
     return n ? static_cast<double>(total.hits) / static_cast<double>(n) : 0.0;
+  }
+  // The hit rate by bytes: what a byte-aware cache of mixed-rate experts serves.
+  double byte_hit_rate() const {
+    const uint64_t n = total.hit_bytes + total.missed_bytes;
+    return n ? static_cast<double>(total.hit_bytes) / static_cast<double>(n) : 0.0;
   }
 };
 
