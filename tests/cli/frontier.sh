@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # frontier through the binary on the embedded default model (rtn, short
-# traces): the report, the JSON and the six figures are written; every
+# traces; uniform int4, ternary and a popularity-allocated mixed-rate int): the report, the JSON and the six figures are written; every
 # replayed point's hits come from a real replay of the held-out trace
 # (tokens replayed as asked, hit rate in [0, 1], bytes read > 0); the
 # amplification baseline is the largest replayed rate and its own ratios are
@@ -25,7 +25,7 @@ rc=0; out=$("$bin" roofline --dir "$work" --quick --no-kernels --no-gpu --json -
 [ "$rc" -eq 0 ] || fail "roofline: $rc: $out"
 
 args=(--model "$model" --calib "$calib" --text "$text" --out "$work/f" --method rtn --samples 2 --seq-len 32
-      --reprs bf16,int@4,ternary_dict --budgets-mb 10%,0.01 --trace-tokens 96 --profile-tokens 256
+      --reprs bf16,int@4,ternary_dict,int:alloc=thirds@3 --budgets-mb 10%,0.01 --trace-tokens 96 --profile-tokens 256
       --replay-tokens 48 --roofline "$work/rl.json" --threads 2)
 rc=0; out=$("$bin" frontier "${args[@]}" 2>"$work/err1") || rc=$?
 if [ "$rc" -eq 0 ] && python3 - "$work/f" <<'PY'
@@ -41,10 +41,11 @@ j = json.load(open(os.path.join(d, "frontier.json")))
 assert j["format"] == "submoe-frontier" and j["layers"] == 6 and j["experts"] == 16 and j["top_k"] == 2, j
 assert j["trace_tokens"] == 96 and j["replay_tokens"] == 48, j
 rates = {r["label"]: r for r in j["rates"]}
-assert set(rates) == {"bf16", "int@4", "ternary_dict"}, rates
+assert set(rates) == {"bf16", "int@4", "ternary_dict", "int:alloc=thirds@3"}, rates
 assert rates["bf16"]["bits"] == 16 and not rates["bf16"]["replayed"], rates["bf16"]
 assert rates["bf16"]["experts_bytes"] == 6 * 16 * 3 * 256 * 256 * 2, rates["bf16"]
 assert 4 < rates["int@4"]["bits"] < 4.5 and rates["ternary_dict"]["bits"] < 2, rates
+assert 2.9 < rates["int:alloc=thirds@3"]["bits"] < 3.3, rates  # per-expert 2/3/4 bits, mean 3 + scales
 for r in rates.values():
     assert r["nll"] is not None and 4 < r["nll"] < 8, r
 assert j["baseline"] == "int@4", j["baseline"]
@@ -52,16 +53,19 @@ budgets = j["budgets_mib"]
 assert len(budgets) == 2 and abs(budgets[0] - 3.6) < 1e-9 and budgets[1] == 0.01, budgets
 ok = [p for p in j["points"] if "error" not in p]
 bad = [p for p in j["points"] if "error" in p]
-assert len(ok) == 2 and len(bad) == 2, j["points"]
+assert len(ok) == 3 and len(bad) == 3, j["points"]
 for p in bad:
     assert p["budget_mib"] == 0.01 and "holds no expert" in p["error"], p
 for p in ok:
     assert p["tokens"] == 48 and 0 <= p["hit_rate"] <= 1 and p["bytes_read"] > 0 and p["tokens_per_s"] > 0, p
     assert p["predicted_tokens_per_s_serial"] > 0 and p["predicted_tokens_per_s"] >= p["predicted_tokens_per_s_serial"], p
+    assert 0 <= p["byte_hit_rate"] <= 1, p
+    if p["label"] == "int@4":  # experts of one size (ternary's code and alloc's rates vary): by bytes = by count
+        assert abs(p["byte_hit_rate"] - p["hit_rate"]) < 1e-12, p
     if p["label"] == "int@4":
         assert p["rho"] == 1 and p["amplification"] == 1 and p["traffic_ratio"] == 1, p
     else:
-        assert 0 < p["rho"] < 0.5 and p["traffic_ratio"] > 0, p
+        assert 0 < p["rho"] < (0.5 if p["label"] == "ternary_dict" else 0.9) and p["traffic_ratio"] > 0, p
 curves = {c["name"]: c["points"] for c in j["hit_rate_curves"]}
 assert set(curves) == {"lru", "lfu", "pinned", "hybrid", "forecast", "belady", "popularity model"}, curves.keys()
 assert j["lru_zero_bound_slots"] == 10, j["lru_zero_bound_slots"]
@@ -99,7 +103,7 @@ else fail "partial resume: $rc: $ran"; fi
 # tokens re-run the replays, not the traces, compressions or evals.
 rc=0; "$bin" frontier "${args[@]/#48/40}" >/dev/null 2>"$work/err4" || rc=$?
 ran=$(grep ' \.\.\.$' "$work/err4" | grep -v '0.01MiB' || true)
-if [ "$rc" -eq 0 ] && [ "$(echo "$ran" | grep -c .)" -eq 2 ] && [ "$(echo "$ran" | grep -c 'replay-')" -eq 2 ] \
+if [ "$rc" -eq 0 ] && [ "$(echo "$ran" | grep -c .)" -eq 3 ] && [ "$(echo "$ran" | grep -c 'replay-')" -eq 3 ] \
    && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert all(p['tokens']==40 for p in j['points'] if 'error' not in p)" "$work/f/frontier.json"; then
   echo "ok   a changed --replay-tokens re-runs the replays alone"
 else fail "changed flag: $rc: $ran"; fi
