@@ -1,20 +1,17 @@
 #include "submoe/eval/compare_report.h"
 
-#include "submoe/eval/svg_chart.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "submoe/eval/report_format.h"
+#include "submoe/eval/svg_chart.h"
+
 namespace submoe::eval {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 // A table cell: pipes escaped, line breaks as spaces.
 std::string cell(const std::string& s) {

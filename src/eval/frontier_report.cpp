@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "submoe/eval/report_format.h"
 #include "submoe/eval/svg_chart.h"
 
 namespace submoe::eval {
@@ -10,11 +11,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 std::string budget_name(double mib) { return fmt("%g MiB", mib); }
 

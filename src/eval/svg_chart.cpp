@@ -5,14 +5,12 @@
 #include <cstdio>
 #include <iterator>
 
+#include "submoe/eval/report_format.h"
+
 namespace submoe::eval {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 // About five round tick values covering [lo, hi].
 std::vector<double> linear_ticks(double lo, double hi) {

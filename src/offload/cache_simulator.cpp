@@ -147,6 +147,46 @@ class LruSet {
   std::unordered_map<Slot, std::list<Slot>::iterator> where_;
 };
 
+// Evicts the resident slot with the largest key (its next use, known or
+// forecast) and does not admit a slot whose key is larger than every resident
+// one's: Belady's rule, and forecast's with estimated keys.
+template <typename Key>
+class FurthestNextUse {
+ public:
+  FurthestNextUse(uint64_t capacity, size_t num_slots) : capacity_(capacity), key_(num_slots), in_(num_slots, false) {}
+  // True on a hit; a resident slot's key becomes `key`.
+  bool access(Slot s, Key key) {
+    const bool hit = in_[s];
+    if (hit) {
+      resident_.erase({key_[s], s});
+    } else {
+      if (capacity_ == 0) return false;
+      if (resident_.size() >= capacity_) {
+        auto victim = std::prev(resident_.end());
+        if (victim->first < key) return false;  // used later than every resident slot: not cached
+        in_[victim->second] = false;
+        resident_.erase(victim);
+      }
+      in_[s] = true;
+    }
+    key_[s] = key;
+    resident_.insert({key, s});
+    return hit;
+  }
+  void rekey(Slot s, Key key) {
+    if (!in_[s]) return;
+    resident_.erase({key_[s], s});
+    key_[s] = key;
+    resident_.insert({key, s});
+  }
+
+ private:
+  uint64_t capacity_;
+  std::set<std::pair<Key, Slot>> resident_;
+  std::vector<Key> key_;
+  std::vector<bool> in_;
+};
+
 }  // namespace
 
 Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const SimulationOptions& options) {
@@ -224,29 +264,8 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
         next_use[i] = upcoming[seq[i]];
         upcoming[seq[i]] = i;
       }
-      std::set<std::pair<uint64_t, Slot>> resident;  // (next use, slot); evict the largest
-      std::vector<uint64_t> key(num_slots, 0);
-      std::vector<bool> in(num_slots, false);
-      for (size_t i = 0; i < seq.size(); ++i) {
-        const Slot s = seq[i];
-        if (in[s]) {
-          hit[i] = true;
-          resident.erase({key[s], s});
-        } else if (cap > 0) {
-          if (resident.size() >= cap) {
-            auto victim = std::prev(resident.end());
-            // Never evict for a slot that is used later than every resident one.
-            if (victim->first < next_use[i]) continue;
-            in[victim->second] = false;
-            resident.erase(victim);
-          }
-          in[s] = true;
-        }
-        if (in[s]) {
-          key[s] = next_use[i];
-          resident.insert({key[s], s});
-        }
-      }
+      FurthestNextUse<uint64_t> cache(cap, num_slots);
+      for (size_t i = 0; i < seq.size(); ++i) hit[i] = cache.access(seq[i], next_use[i]);
       break;
     }
     case CachePolicy::kForecast: {
@@ -265,43 +284,19 @@ Result<SimulationResult> simulate_cache(const RoutingTrace& trace, const Simulat
       const auto forecast = [&](uint64_t t, uint32_t l, double p) {
         return static_cast<double>((t + 1) * L + l) + static_cast<double>(L) * (1.0 / std::max(p, 1e-6) - 1.0);
       };
-      std::set<std::pair<double, Slot>> resident;  // (forecast next use, slot); evict the largest
-      std::vector<double> key(num_slots, 0);
-      std::vector<bool> in(num_slots, false);
+      FurthestNextUse<double> cache(cap, num_slots);
       std::vector<uint8_t> used(E, 0);
       size_t i = 0;
       for (uint64_t t = 0; t < trace.num_tokens(); ++t)
         for (uint32_t l = 0; l < L; ++l) {
           std::fill(used.begin(), used.end(), 0);
           for (uint32_t j = 0; j < k; ++j, ++i) {
-            const Slot s = seq[i];
-            used[s % E] = 1;
-            const double want = forecast(t, l, fp.repeat[s]);
-            if (in[s]) {
-              hit[i] = true;
-              resident.erase({key[s], s});
-            } else if (cap > 0) {
-              if (resident.size() >= cap) {
-                auto victim = std::prev(resident.end());
-                if (victim->first < want) continue;  // used later than every resident slot: not cached
-                in[victim->second] = false;
-                resident.erase(victim);
-              }
-              in[s] = true;
-            }
-            if (in[s]) {
-              key[s] = want;
-              resident.insert({key[s], s});
-            }
+            used[seq[i] % E] = 1;
+            hit[i] = cache.access(seq[i], forecast(t, l, fp.repeat[seq[i]]));
           }
           // The layer's resident slots this token did not pick: next needed a visit later, at the base rate.
-          for (uint32_t e = 0; e < E; ++e) {
-            const Slot s = l * E + e;
-            if (used[e] || !in[s]) continue;
-            resident.erase({key[s], s});
-            key[s] = forecast(t, l, fp.choose[s]);
-            resident.insert({key[s], s});
-          }
+          for (uint32_t e = 0; e < E; ++e)
+            if (!used[e]) cache.rekey(l * E + e, forecast(t, l, fp.choose[l * E + e]));
         }
       break;
     }

@@ -38,7 +38,9 @@ assert j["expert_shape"] == [256, 256], j["expert_shape"]
 md = open(d + "/compare.md").read().splitlines()
 assert len(md) == 6 and md[3].startswith("| int | 2 | 2.1875 |"), md
 svg = open(d + "/compare.svg").read()
-assert svg.startswith("<svg") and svg.count("<polyline") == 2 and svg.count("<circle") == 2, svg
+# One point per representation (one rate each): a marker and a legend entry each, no line.
+assert svg.startswith("<svg") and svg.count("<polyline") == 0 and svg.count("<circle") == 2, svg
+assert ">e8p</text>" in svg and ">int</text>" in svg, svg
 PY
 rc=0; out=$("$bin" compare "${args[@]}" --method rtn --reprs int,e8p,ternary_dict --bits 2 2>&1) || rc=$?
 [ "$rc" -eq 0 ] && [ "$(grep -c "measured earlier" <<<"$out")" -eq 3 ] && grep -q "ternary_dict-2 ... failed" <<<"$out" && echo "ok   a second run reuses the 3 measured rows and tries the failed one again" ||

@@ -37,6 +37,15 @@ nlohmann::json golden(const std::string& fixture) {
   return nlohmann::json::parse(*text);
 }
 
+// Every prompt of a fixture's golden file, concatenated.
+std::vector<int32_t> golden_tokens(const std::string& fixture) {
+  const nlohmann::json g = golden(fixture);
+  std::vector<int32_t> tokens;
+  for (const auto& p : g["prompts"])
+    for (const auto& id : p["input_ids"]) tokens.push_back(id.get<int32_t>());
+  return tokens;
+}
+
 // Expected trace of `tokens`: each window run by its own fresh Session in one
 // forward call, the routing taken straight from the observer.
 RoutingTrace expected_trace(const model::MoeModel& m, const std::vector<int32_t>& tokens, size_t context) {
@@ -131,10 +140,7 @@ TEST(TraceRecord, MatchesTransformersRoutingOnTheFixtures) {
 TEST(TraceRecord, WindowsStartFreshAndChunkingDoesNotMatter) {
   auto m = model::MoeModel::load(kFixtures + "qwen2_moe");  // layer 1 is dense: 2 traced layers
   ASSERT_TRUE(m.is_ok());
-  const auto g = golden("qwen2_moe");
-  std::vector<int32_t> tokens;
-  for (const auto& p : g["prompts"])
-    for (const auto& id : p["input_ids"]) tokens.push_back(id.get<int32_t>());
+  const std::vector<int32_t> tokens = golden_tokens("qwen2_moe");
   ThreadPool pool(3);
   for (size_t context : {size_t{1}, size_t{7}, size_t{16}, tokens.size(), size_t{512}}) {
     for (size_t chunk : {size_t{1}, size_t{3}, size_t{128}}) {
@@ -178,10 +184,7 @@ TEST(TraceRecord, WindowsStartFreshAndChunkingDoesNotMatter) {
 TEST(TraceRecord, PredictionsHaveTheTracesLayoutAndDoNotDependOnChunking) {
   auto m = model::MoeModel::load(kFixtures + "qwen2_moe");  // layer 1 is dense: 2 traced layers
   ASSERT_TRUE(m.is_ok());
-  const auto g = golden("qwen2_moe");
-  std::vector<int32_t> tokens;
-  for (const auto& p : g["prompts"])
-    for (const auto& id : p["input_ids"]) tokens.push_back(id.get<int32_t>());
+  const std::vector<int32_t> tokens = golden_tokens("qwen2_moe");
   ThreadPool pool(2);
   TraceRecordOptions plain;
   auto want = record_routing_trace(**m, tokens, plain, nullptr);
