@@ -371,9 +371,8 @@ TEST(CachedExpertProvider, PregatingPrefetchesWhatTheModelPredictsAndKeepsLogits
 }
 
 // trace replay with pre-gating's predictions: perfect predictions (the trace
-// itself) prefetch every later layer's experts, which its acquire then finds
-// loaded or in flight; layer 0 is never predicted; predictions of another
-// layout are refused.
+// itself) submit every later layer's experts to the prefetcher, never layer
+// 0's; predictions of another layout are refused.
 TEST(CachedExpertProvider, ReplayPrefetchesFromRecordedPredictions) {
   auto f = make_fixture();
   const uint32_t L = 2, E = 8, k = 2;
@@ -400,9 +399,10 @@ TEST(CachedExpertProvider, ReplayPrefetchesFromRecordedPredictions) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const CacheStats s = (*provider)->cache().stats();
   EXPECT_EQ(s.total.hits + s.total.misses, 40u * L * k);
-  EXPECT_GT(s.prefetch_hits, 0u);
-  EXPECT_GT((*provider)->prefetcher()->stats().requested, 0u);
-  EXPECT_LE((*provider)->prefetcher()->stats().requested, 40u * k);  // layer 1 only
+  // Every token's two distinct predictions of layer 1 were submitted, none of
+  // layer 0 (whether the prefetcher wins a race with the foreground is timing).
+  EXPECT_EQ((*provider)->prefetcher()->stats().requested, 40u * k);
+  EXPECT_LE(s.prefetch_hits, s.prefetched);
 
   RoutingTrace other(L, E, 1);
   ro.predictions = &other;
