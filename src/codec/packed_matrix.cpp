@@ -22,7 +22,7 @@ Result<PackedTernaryMatrix> PackedTernaryMatrix::from_parts(uint32_t rows, uint3
                                                             std::span<const uint16_t> codes,
                                                             std::span<const int32_t> row_offsets,
                                                             std::span<const RowScales> scales, const DictEntry* dict,
-                                                            DictCheck dict_check) {
+                                                            DictCheck dict_check, const uint8_t* entry_lengths) {
   if (row_offsets.size() != static_cast<size_t>(rows) + 1) {
     return corrupt_data("packed matrix: " + std::to_string(row_offsets.size()) + " row offsets for " +
                         std::to_string(rows) + " rows (need rows + 1)");
@@ -32,7 +32,8 @@ Result<PackedTernaryMatrix> PackedTernaryMatrix::from_parts(uint32_t rows, uint3
                         " rows");
   }
   PackedTernaryView v{rows, cols, codes.data(), codes.size(), row_offsets.data(), scales.data(), dict};
-  SUBMOE_RETURN_IF_ERROR(dict_check == DictCheck::kTrusted ? validate_packed_with_trusted_dict(v) : validate_packed(v));
+  SUBMOE_RETURN_IF_ERROR(dict_check == DictCheck::kTrusted ? validate_packed_with_trusted_dict(v, entry_lengths)
+                                                                    : validate_packed(v));
   PackedTernaryMatrix m;
   PackedTernaryAccess::allocate(m, rows, cols, codes.size(), dict);
   std::copy(codes.begin(), codes.end(), PackedTernaryAccess::codes(m));

@@ -97,6 +97,8 @@ Result<TernaryDictionary> TernaryDictionary::from_entries(DictKind kind, double 
   d.trie_ = std::move(trie.nodes);
   d.trie_.shrink_to_fit();
   d.max_entry_length_ = trie.max_length;
+  d.entry_lengths_.resize(kDictEntries);
+  for (uint32_t c = 0; c < kDictEntries; ++c) d.entry_lengths_[c] = static_cast<uint8_t>(entry_length(entries[c]));
   return d;
 }
 

@@ -23,7 +23,7 @@ Status validate_dictionary_table(const DictEntry* dict) {
   return Status::ok();
 }
 
-Status validate_packed_with_trusted_dict(const PackedTernaryView& v) {
+Status validate_packed_with_trusted_dict(const PackedTernaryView& v, const uint8_t* entry_lengths) {
   if (v.dict == nullptr) return invalid_argument("packed matrix: dictionary pointer is null");
   if (v.row_offsets == nullptr) return invalid_argument("packed matrix: row_offsets is null");
   if (v.rows > 0 && v.scales == nullptr) return invalid_argument("packed matrix: scales is null");
@@ -39,12 +39,17 @@ Status validate_packed_with_trusted_dict(const PackedTernaryView& v) {
                         "] = " + std::to_string(v.row_offsets[v.rows]) + " but the codes buffer holds " +
                         std::to_string(v.num_codes) + " codewords (truncated or oversized)");
   }
-  // Codeword lengths by code, once per call (64 Ki entries), so the row pass is
-  // a sum of table lookups. The prefix sums of non-negative lengths never
+  // Codeword lengths by code (the dictionary's table, or built here: 64 Ki
+  // entries), so the row pass is a sum of table lookups. The prefix sums of non-negative lengths never
   // decrease, so "every codeword starts before the row end" holds exactly when
   // the last one does: the row pass sums all but the last and checks that.
-  std::vector<uint8_t> length(kDictEntries);
-  for (uint32_t c = 0; c < kDictEntries; ++c) length[c] = static_cast<uint8_t>(entry_length(v.dict[c]));
+  std::vector<uint8_t> computed;
+  if (entry_lengths == nullptr) {
+    computed.resize(kDictEntries);
+    for (uint32_t c = 0; c < kDictEntries; ++c) computed[c] = static_cast<uint8_t>(entry_length(v.dict[c]));
+    entry_lengths = computed.data();
+  }
+  const uint8_t* const length = entry_lengths;
   const auto row_name = [](uint32_t r) { return "packed matrix row " + std::to_string(r) + ": "; };
   for (uint32_t r = 0; r < v.rows; ++r) {
     const int32_t begin = v.row_offsets[r];

@@ -2,6 +2,7 @@
 // corruption never makes validation or decoding misbehave (run under ASan).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -189,6 +190,31 @@ TEST(MakePackedView, ChecksBufferSizes) {
 
 // Random byte corruption of codes, offsets and scales: validation either
 // accepts (and then decoding succeeds) or rejects; nothing reads out of range.
+// The row rules of docs/format.md 5.3 checked codeword by codeword, as
+// written: the scalar reference of the validator's table-and-sum pass.
+bool reference_valid(const PackedTernaryView& v) {
+  if (v.row_offsets[0] != 0 || static_cast<size_t>(v.row_offsets[v.rows]) != v.num_codes) return false;
+  for (uint32_t r = 0; r < v.rows; ++r) {
+    const int32_t begin = v.row_offsets[r], end = v.row_offsets[r + 1];
+    if (end < begin || end > v.row_offsets[v.rows]) return false;
+    const float lo = bf16_to_float(v.scales[r].w_min), hi = bf16_to_float(v.scales[r].w_max);
+    if (!std::isfinite(lo) || !std::isfinite(hi) || lo > 0 || hi < 0) return false;
+    if (v.cols == 0 && end != begin) return false;
+    uint64_t col = 0;
+    for (int32_t i = begin; i < end; ++i) {
+      if (col >= v.cols) return false;
+      col += entry_length(v.dict[v.codes[i]]);
+    }
+    if (col < v.cols) return false;
+  }
+  return true;
+}
+
+TEST(ValidatePacked, DictionaryLengthTableMatchesEveryEntry) {
+  const auto& d = submoe::testing::tunstall_dict_0885();
+  for (uint32_t c = 0; c < kDictEntries; ++c) ASSERT_EQ(d.entry_lengths()[c], entry_length(d.entries()[c])) << c;
+}
+
 TEST(ValidatePacked, SurvivesRandomCorruption) {
   std::mt19937_64 rng(123);
   int accepted = 0, rejected = 0;
@@ -208,7 +234,11 @@ TEST(ValidatePacked, SurvivesRandomCorruption) {
       }
       base[rng() % size] ^= static_cast<uint8_t>(1u << (rng() % 8));
     }
-    if (validate_packed(p.view()).is_ok()) {
+    const bool ok = validate_packed(p.view()).is_ok();
+    // The fast pass, with the dictionary's table or its own, agrees with the reference.
+    EXPECT_EQ(reference_valid(p.view()), ok) << "trial " << trial;
+    EXPECT_EQ(validate_packed_with_trusted_dict(p.view(), submoe::testing::tunstall_dict_0885().entry_lengths()).is_ok(), ok);
+    if (ok) {
       ++accepted;
       auto s = decode_symbols(p.view());
       ASSERT_TRUE(s.is_ok());

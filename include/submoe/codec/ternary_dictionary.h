@@ -78,6 +78,9 @@ class TernaryDictionary {
   // Longest entry, in weights (<= 28): the most a row's last codeword can run
   // past the row end is this minus one.
   uint32_t max_entry_length() const { return max_entry_length_; }
+  // entry_length of every entry (kDictEntries bytes, on the heap: valid when the
+  // object is moved), so validating a matrix does not recompute them.
+  const uint8_t* entry_lengths() const { return entry_lengths_.data(); }
 
  private:
   TernaryDictionary() = default;
@@ -87,6 +90,7 @@ class TernaryDictionary {
   AlignedBuffer<DictEntry> entries_;
   std::vector<TrieNode> trie_;
   uint32_t max_entry_length_ = 0;
+  std::vector<uint8_t> entry_lengths_;
 };
 
 // QMoE's dictionary (bit-compatible: p0 = 0.885 reproduces the research table).

@@ -39,12 +39,14 @@ class PackedTernaryMatrix {
   // (validate_packed). dict: kDictEntries entries that must outlive the matrix.
   // kTrusted skips re-checking the 65536 dictionary entries (~0.1 ms) for a
   // dictionary the caller validated once (validate_dictionary_table); the
-  // matrix arrays are always checked.
+  // matrix arrays are always checked. entry_lengths (kTrusted only, may be
+  // null): the trusted dictionary's length table (TernaryDictionary::entry_lengths).
   enum class DictCheck { kValidate, kTrusted };
   static Result<PackedTernaryMatrix> from_parts(uint32_t rows, uint32_t cols, std::span<const uint16_t> codes,
                                                 std::span<const int32_t> row_offsets,
                                                 std::span<const RowScales> scales, const DictEntry* dict,
-                                                DictCheck dict_check = DictCheck::kValidate);
+                                                DictCheck dict_check = DictCheck::kValidate,
+                                                const uint8_t* entry_lengths = nullptr);
 
   PackedTernaryView view() const;
   uint32_t rows() const { return rows_; }
@@ -88,8 +90,10 @@ Result<std::vector<float>> decode_to_float(const PackedTernaryView& v);
 // codewords covering >= cols symbols (so the last one runs at most 27 past).
 Status validate_packed(const PackedTernaryView& v);
 // The same without re-checking the 65536 dictionary entries, for callers that
-// validated the dictionary once (validate_dictionary_table).
-Status validate_packed_with_trusted_dict(const PackedTernaryView& v);
+// validated the dictionary once (validate_dictionary_table). entry_lengths:
+// the dictionary's entry_length table (TernaryDictionary::entry_lengths), or
+// null to compute it here (64 Ki entries, per call).
+Status validate_packed_with_trusted_dict(const PackedTernaryView& v, const uint8_t* entry_lengths = nullptr);
 Status validate_dictionary_table(const DictEntry* dict);
 
 // Interprets raw little-endian arrays (e.g. tensors mapped from a file) as a

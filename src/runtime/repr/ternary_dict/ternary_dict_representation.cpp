@@ -167,7 +167,7 @@ class TernaryDictCodec final : public MatrixCodec {
         rows, cols, std::span<const uint16_t>(codes).first(static_cast<size_t>(used)), offsets, scales,
         codebook_->entries(),
         // validated once, when the codec was made
-        ternary::PackedTernaryMatrix::DictCheck::kTrusted);
+        ternary::PackedTernaryMatrix::DictCheck::kTrusted, codebook_->dictionary().entry_lengths());
   }
 
   std::shared_ptr<const TernaryCodebook> codebook_;
