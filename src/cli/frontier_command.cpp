@@ -123,17 +123,11 @@ Result<std::pair<double, double>> artifact_expert_bytes(const std::string& dir) 
   SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Artifact> a, runtime::Artifact::open(dir));
   SUBMOE_ASSIGN_OR_RETURN(std::shared_ptr<const offload::ExpertSource> src,
                           offload::make_artifact_expert_source(a, runtime::ExecutionMode::kFused));
+  const std::vector<uint64_t> charges = offload::expert_charges(*src);
+  if (charges.empty()) return invalid_argument(dir + ": the artifact has no routed experts to page");
   double total = 0;
-  uint64_t n = 0;
-  for (int l = 0; l < src->num_layers(); ++l)
-    for (int e = 0; e < src->num_experts(); ++e) {
-      auto range = src->byte_range(offload::ExpertKey{l, e});
-      if (!range.is_ok()) continue;
-      total += static_cast<double>(src->estimate_resident_bytes(offload::ExpertKey{l, e}, *range));
-      ++n;
-    }
-  if (n == 0) return invalid_argument(dir + ": the artifact has no routed experts to page");
-  return std::make_pair(total / static_cast<double>(n), total);
+  for (uint64_t c : charges) total += static_cast<double>(c);
+  return std::make_pair(total / static_cast<double>(charges.size()), total);
 }
 
 bool file_exists(const std::string& p) {
@@ -151,41 +145,20 @@ class Sweep {
   // still stands (its files exist). Failures are saved too (and tried again next time).
   Result<json> step(const std::string& name, const std::vector<std::string>& argv, const std::string& what,
                     const std::function<bool(const json&)>& valid = nullptr) {
-    ++done_;
-    const std::string saved = (steps_ / (file_label(name) + ".json")).string();
-    if (!o_.overwrite)
-      if (auto j = load_saved_json(saved); j && same_step(*j, argv) && !j->contains("error") && (!valid || valid(*j))) {
-        print_sweep_progress(done_, total_, name + ": measured earlier");
-        return *j;
-      }
-    print_sweep_progress(done_ - 1, total_, name + " ...");
-    auto r = run_json(argv, what);
-    json record = r.is_ok() ? *r : json{{"error", r.status().message()}};
-    record["step_argv"] = argv;
-    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(saved, record.dump() + "\n"));
-    if (!r.is_ok()) std::cerr << "  " << name << " failed: " << r.status().message() << "\n";
-    return r;
+    return run_step(name, argv, valid, [&] { return run_json(argv, what); });
   }
 
   // A step whose result is a file it writes (a child that prints no one-line JSON).
   Status step_file(const std::string& name, const std::vector<std::string>& argv, const std::string& what,
                    const std::string& path) {
-    ++done_;
-    const std::string saved = (steps_ / (file_label(name) + ".json")).string();
-    if (!o_.overwrite)
-      if (auto j = load_saved_json(saved); j && same_step(*j, argv) && !j->contains("error") && file_exists(path)) {
-        print_sweep_progress(done_, total_, name + ": measured earlier");
-        return Status::ok();
-      }
-    print_sweep_progress(done_ - 1, total_, name + " ...");
-    SUBMOE_ASSIGN_OR_RETURN(SubprocessResult r, run_subprocess(argv));
-    Status st = r.exit_code == 0 && file_exists(path)
-                    ? Status::ok()
-                    : internal_error(what + " failed (exit " + std::to_string(r.exit_code) + "): " + last_line(r.err));
-    json record = st.is_ok() ? json{{"file", path}} : json{{"error", st.message()}};
-    record["step_argv"] = argv;
-    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(saved, record.dump() + "\n"));
-    return st;
+    const auto exists = [&](const json&) { return file_exists(path); };
+    return run_step(name, argv, exists, [&]() -> Result<json> {
+             SUBMOE_ASSIGN_OR_RETURN(SubprocessResult r, run_subprocess(argv));
+             if (r.exit_code != 0 || !file_exists(path))
+               return internal_error(what + " failed (exit " + std::to_string(r.exit_code) + "): " + last_line(r.err));
+             return json{{"file", path}};
+           })
+        .status();
   }
 
   // A saved result stands only for the same command line (other flags, other
@@ -206,6 +179,24 @@ class Sweep {
   }
 
  private:
+  Result<json> run_step(const std::string& name, const std::vector<std::string>& argv,
+                        const std::function<bool(const json&)>& valid, const std::function<Result<json>()>& run) {
+    ++done_;
+    const std::string saved = (steps_ / (file_label(name) + ".json")).string();
+    if (!o_.overwrite)
+      if (auto j = load_saved_json(saved); j && same_step(*j, argv) && !j->contains("error") && (!valid || valid(*j))) {
+        print_sweep_progress(done_, total_, name + ": measured earlier");
+        return *j;
+      }
+    print_sweep_progress(done_ - 1, total_, name + " ...");
+    Result<json> r = run();
+    json record = r.is_ok() ? *r : json{{"error", r.status().message()}};
+    record["step_argv"] = argv;
+    SUBMOE_RETURN_IF_ERROR(io::write_file_atomic(saved, record.dump() + "\n"));
+    if (!r.is_ok()) std::cerr << "  " << name << " failed: " << r.status().message() << "\n";
+    return r;
+  }
+
   const FrontierOptions& o_;
   std::string self_;
   fs::path steps_;

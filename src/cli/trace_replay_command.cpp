@@ -32,15 +32,9 @@ struct ReplayOptions {
 bool bypasses_page_cache(const std::string& io) { return io == "direct" || io == "uring-direct"; }
 
 // The largest expert the cache would hold (its budget must take one).
-Result<uint64_t> largest_expert_bytes(const offload::ExpertSource& source) {
-  uint64_t largest = 0;
-  for (int l = 0; l < source.num_layers(); ++l)
-    for (int e = 0; e < source.num_experts(); ++e) {
-      auto range = source.byte_range(offload::ExpertKey{l, e});
-      if (!range.is_ok()) continue;
-      largest = std::max(largest, source.estimate_resident_bytes(offload::ExpertKey{l, e}, *range));
-    }
-  return largest;
+uint64_t largest_expert_bytes(const offload::ExpertSource& source) {
+  const std::vector<uint64_t> charges = offload::expert_charges(source);
+  return charges.empty() ? 0 : *std::max_element(charges.begin(), charges.end());
 }
 
 Status replay(const ReplayOptions& o) {
@@ -62,7 +56,7 @@ Status replay(const ReplayOptions& o) {
                           offload::make_artifact_expert_source(artifact, mode));
   SUBMOE_ASSIGN_OR_RETURN(offload::OffloadOptions opts, offload::offload_options_from_flags(
                                                             o.offload, artifact->num_layers(), artifact->num_experts()));
-  SUBMOE_ASSIGN_OR_RETURN(uint64_t largest, largest_expert_bytes(*source));
+  const uint64_t largest = largest_expert_bytes(*source);
   if (opts.budget_bytes < largest)
     return invalid_argument("--expert-cache-mb " + std::to_string(o.offload.expert_cache_mb) +
                             " holds no expert: the largest takes " +

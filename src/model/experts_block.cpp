@@ -55,18 +55,17 @@ void predict_next_layer(const BlockContext& ctx, size_t layer) {
   while (next < layers.size() && !layers[next].sparse) ++next;
   if (next >= layers.size()) return;
   Session::Scratch& s = ctx.s;
-  const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size), E = static_cast<size_t>(c.num_experts);
+  const size_t T = ctx.num_tokens, H = static_cast<size_t>(c.hidden_size);
   s.pregate_x.resize(T * H);
   const float eps = static_cast<float>(c.rms_norm_eps);
   for (size_t t = 0; t < T; ++t)
     rms_norm_to(&s.h[t * H], &s.pregate_x[t * H], H, layers[next].post_attention_norm.data(), eps);
   route_layer(m, next, s.pregate_x.data(), T, &s.pregate_logits, &s.pregate_routing, ctx.pool);
-  std::vector<uint8_t> chosen(E, 0);
+  // The union of the rows' picks, ascending, without a per-call buffer.
   const size_t picks = std::min(s.pregate_routing.experts.size(), T * static_cast<size_t>(c.num_experts_per_tok));
-  for (size_t i = 0; i < picks; ++i) chosen[static_cast<size_t>(s.pregate_routing.experts[i])] = 1;
-  s.predicted.clear();
-  for (size_t e = 0; e < E; ++e)
-    if (chosen[e]) s.predicted.push_back(static_cast<int>(e));
+  s.predicted.assign(s.pregate_routing.experts.begin(), s.pregate_routing.experts.begin() + static_cast<ptrdiff_t>(picks));
+  std::sort(s.predicted.begin(), s.predicted.end());
+  s.predicted.erase(std::unique(s.predicted.begin(), s.predicted.end()), s.predicted.end());
   if (ctx.prediction_observer) (*ctx.prediction_observer)(static_cast<int>(next), ctx.rows.position[0], s.pregate_routing);
   if (m.experts().wants_predictions()) m.experts().predict(static_cast<int>(next), s.predicted);
 }

@@ -4,6 +4,16 @@
 
 namespace submoe::offload {
 
+std::vector<uint64_t> expert_charges(const ExpertSource& source) {
+  std::vector<uint64_t> out;
+  for (int l = 0; l < source.num_layers(); ++l)
+    for (int e = 0; e < source.num_experts(); ++e) {
+      Result<ByteRange> r = source.byte_range(ExpertKey{l, e});
+      if (r.is_ok()) out.push_back(source.estimate_resident_bytes(ExpertKey{l, e}, *r));
+    }
+  return out;
+}
+
 uint64_t StoreExpertLoader::estimate_charge(ExpertKey key) const {
   Result<ByteRange> r = source_->byte_range(key);
   return r.is_ok() ? source_->estimate_resident_bytes(key, *r) : 0;

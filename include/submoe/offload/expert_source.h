@@ -49,6 +49,10 @@ class ExpertSource {
   virtual Result<std::unique_ptr<ExpertObject>> decode(ExpertKey key, IoBuffer&& bytes) const = 0;
 };
 
+// What the cache would be charged for each expert the source holds (its
+// estimate_resident_bytes), every (layer, expert) with a byte range, layer-major.
+std::vector<uint64_t> expert_charges(const ExpertSource& source);
+
 // ExpertLoader over a source and a store: estimate = the source's
 // estimate_resident_bytes; load = one read_batch of all ranges, then decode each. The cached objects are
 // ExpertObjects (ExpertHandle::as<ExpertObject>()).
