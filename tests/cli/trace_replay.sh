@@ -126,6 +126,19 @@ rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 
 [ "$rc" -ne 0 ] && grep -qF -- "--prefetch-from pregate needs --prefetch" <<<"$out" &&
   echo "ok   run refuses --prefetch-from pregate without --prefetch" || fail "pregate without prefetch: $rc: $out"
 
+# trace simulate --policy forecast: a hit rate at most Belady's, with a profile; the real cache refuses it.
+rc=0; j=$("$bin" trace simulate "$work/t.trace" --policy forecast --capacity 0.25 --profile "$work/t2.trace" --json 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] && python3 - "$j" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["policy"] == "forecast" and j["capacity_slots"] == 24 and j["hits"] + j["misses"] == 2400, j
+assert 0 < j["hit_rate"] <= j["belady_hit_rate"], j
+PY
+then echo "ok   trace simulate --policy forecast: at most Belady"; else fail "simulate forecast: $rc: $j"; fi
+rc=0; out=$("$bin" run --model "$work/int4" --prompt "x" -n 1 --expert-cache-mb 1 --cache-policy forecast 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -q "forecast exists only in \`trace simulate\`" <<<"$out" &&
+  echo "ok   run refuses --cache-policy forecast" || fail "run forecast: $rc: $out"
+
 # Refusals.
 expect() {  # expect WANT args...: exit status 1 or 2 and WANT in the message
   local want=$1; shift
